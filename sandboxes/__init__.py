@@ -1,0 +1,24 @@
+"""Execution backends: every backend implements `sandboxes.base.Sandbox`."""
+
+from sandboxes.base import (
+    ExecResult,
+    Limits,
+    OutputChunk,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from sandboxes.registry import available_backends, create_sandbox
+
+__all__ = [
+    "ExecResult",
+    "Limits",
+    "OutputChunk",
+    "Sandbox",
+    "SandboxError",
+    "SandboxSpec",
+    "SandboxUnavailable",
+    "available_backends",
+    "create_sandbox",
+]

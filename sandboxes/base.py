@@ -1,0 +1,151 @@
+"""The sandbox contract shared by every execution backend.
+
+A sandbox is one isolated Linux environment for one episode. It offers a persistent shell
+session (the agent's), one-shot clean shells for the system (setup, verifier), file transfer,
+and a stream of output chunks that subscribers (the event bus, the TUI) receive as it arrives.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+Channel = Literal["setup", "agent", "verifier", "system"]
+ChunkKind = Literal["command", "output", "exit"]
+
+
+class SandboxError(RuntimeError):
+    """The sandbox failed for infrastructure reasons (not because of the agent)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The backend cannot run on this machine; the message says how to fix that."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    pids: int = 512
+    # Size cap of each writable filesystem in the sandbox (/app, /tmp, /).
+    disk_mb: int = 2048
+    allow_internet: bool = False
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    name: str
+    limits: Limits = field(default_factory=Limits)
+    # Extra environment for every shell (task-provided), on top of the backend's clean base.
+    env: tuple[tuple[str, str], ...] = ()
+    workdir: str = "/app"
+
+
+@dataclass(frozen=True)
+class OutputChunk:
+    channel: Channel
+    kind: ChunkKind
+    text: str
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    output: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+    # Output beyond the capture cap was dropped from `output` (it was still streamed up to a cap).
+    truncated: bool = False
+    # The shell died during the command (e.g. the agent ran `exit`); a fresh one replaces it.
+    shell_restarted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+OutputListener = Callable[[OutputChunk], None]
+
+
+class Sandbox(ABC):
+    """One isolated environment. Use as a context manager so `stop()` always runs."""
+
+    backend_name: str = "abstract"
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+        self._listeners: list[OutputListener] = []
+        self._listeners_lock = threading.Lock()
+
+    # -- streaming -------------------------------------------------------------------------
+    def subscribe(self, listener: OutputListener) -> Callable[[], None]:
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._listeners_lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, chunk: OutputChunk) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(chunk)
+            except Exception:  # noqa: BLE001 - a broken subscriber must not kill the episode
+                pass
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Kill everything in the sandbox and release its resources. Idempotent."""
+
+    @property
+    @abstractmethod
+    def alive(self) -> bool: ...
+
+    # -- commands --------------------------------------------------------------------------
+    @abstractmethod
+    def run(self, command: str, timeout: float) -> ExecResult:
+        """Run in the persistent session shell (cwd and variables persist). Channel 'agent'."""
+
+    @abstractmethod
+    def exec(
+        self,
+        command: str,
+        timeout: float,
+        channel: Channel = "system",
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        """Run in a fresh, clean shell that shares the sandbox but none of the session's state."""
+
+    # -- files -----------------------------------------------------------------------------
+    @abstractmethod
+    def upload(self, src: Path, dest: str) -> None:
+        """Copy a host file or directory to `dest` (a directory's contents go into `dest`)."""
+
+    @abstractmethod
+    def download(self, src: str, dest: Path) -> None:
+        """Copy a sandbox file or directory to the host path `dest`."""
+
+    @property
+    def limits_enforced(self) -> tuple[str, ...]:
+        """Which limits the backend really enforces on this machine, for honest reporting."""
+        return ()
+
+    def __enter__(self) -> "Sandbox":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

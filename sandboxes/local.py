@@ -1,0 +1,300 @@
+"""Local sandboxes on bubblewrap: unprivileged namespaces, host userland read-only, no network.
+
+Layout inside: the host's /usr (+ /bin, /lib*, /sbin) and /etc read-only; private size-capped
+tmpfs at /, /app (the workspace) and /tmp; fresh /proc and /dev; /root as HOME. Nothing of the
+host's project tree is visible, so a task's tests and solution exist in the sandbox only once
+the engine uploads them.
+
+Process model: bwrap holds the namespaces with an idle `sleep` as its only child. Every shell
+(the agent's persistent session, setup, the verifier) joins those namespaces through nsenter
+with no capabilities. The verifier therefore gets a clean shell the agent never touched, and
+killing bwrap's init (pid 1 of the namespace) kills everything inside.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+import shutil
+
+import subprocess
+import tarfile
+import threading
+
+from pathlib import Path
+
+from sandboxes.base import (
+    Channel,
+    ExecResult,
+    OutputChunk,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from sandboxes.limits import LimitGroup, create_group
+from sandboxes.procs import children, descendants, kill_pids
+from sandboxes.shell import PipeShell, run_streamed, shell_quote
+
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+INSTALL_HINT = (
+    "bubblewrap (bwrap) is not installed, and the local sandbox backend needs it. "
+    "Install it with `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
+    "`sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch)."
+)
+# Unprivileged host uids for sandboxes when we run as root: one per sandbox, so RLIMIT_NPROC and
+# file ownership never mix two sandboxes, and nothing inside maps to the host's real root.
+_UID_BASE = 3_000_000
+_UID_SPAN = 1_000_000
+
+def bwrap_path() -> str:
+    found = shutil.which("bwrap")
+    if not found:
+        raise SandboxUnavailable(INSTALL_HINT)
+    return found
+
+def _userland_binds() -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            args += ["--symlink", os.readlink(host), f"/{name}"]
+        elif host.is_dir():
+            args += ["--ro-bind", str(host), f"/{name}"]
+    return args
+
+class LocalSandbox(Sandbox):
+    backend_name = "local"
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        super().__init__(spec)
+        self._bwrap: subprocess.Popen | None = None
+        self._init_pid: int | None = None
+        self._group: LimitGroup | None = None
+        self._session: PipeShell | None = None
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._as_root = os.geteuid() == 0
+        self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        bwrap = bwrap_path()
+        limits = self.spec.limits
+        self._group = create_group(limits)
+        size = str(limits.disk_mb * 1024 * 1024)
+        argv = [bwrap, "--unshare-all", "--uid", "0", "--gid", "0", "--hostname", "sandbox",
+                "--die-with-parent", "--new-session"]
+        if limits.allow_internet:
+            argv.append("--share-net")
+        argv += ["--size", size, "--tmpfs", "/"]
+        argv += _userland_binds()
+        argv += [
+            "--proc", "/proc", "--dev", "/dev",
+            "--size", size, "--tmpfs", "/tmp",
+            "--size", size, "--tmpfs", "/app",
+            "--dir", "/root", "--dir", "/logs",
+            "--chdir", self.spec.workdir,
+        ]
+        read_fd, write_fd = os.pipe()
+        ready_r, ready_w = os.pipe()
+        # bwrap reports the pid on --info-fd before the mounts are finished; the idle command
+        # itself writes to the ready pipe, so nobody enters a half-built namespace.
+        idle = f"echo ready >&{ready_w}; exec {ready_w}>&-; exec /bin/sleep infinity"
+        argv += ["--info-fd", str(write_fd), "--", "/bin/sh", "-c", idle]
+        try:
+            self._bwrap = subprocess.Popen(
+                self._wrap(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, pass_fds=(write_fd, ready_w), start_new_session=True,
+                env={"PATH": BASE_PATH},
+            )
+        finally:
+            os.close(write_fd)
+            os.close(ready_w)
+        with os.fdopen(read_fd, "rb") as info_file:
+            raw = info_file.read()
+        with os.fdopen(ready_r, "rb") as ready_file:
+            ready = ready_file.read(5)
+        try:
+            if ready != b"ready":
+                raise ValueError("sandbox never became ready")
+            self._init_pid = int(json.loads(raw)["child-pid"])
+        except (ValueError, KeyError):
+            err = b""
+            if self._bwrap.stderr is not None:
+                try:
+                    self._bwrap.wait(timeout=5)
+                    err = self._bwrap.stderr.read()
+                except subprocess.TimeoutExpired:
+                    pass
+            self.stop()
+            raise SandboxError(f"bwrap failed to start: {err.decode(errors='replace').strip() or 'no info'}")
+        self._session = self._new_session()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        if self._session is not None:
+            self._session.kill()
+        if self._init_pid is not None:
+            # pid 1 of the namespace: when it dies the kernel kills every process inside.
+            kill_pids([self._init_pid])
+        if self._bwrap is not None:
+            kill_pids([self._bwrap.pid])
+            try:
+                self._bwrap.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            if self._bwrap.stderr is not None:
+                self._bwrap.stderr.close()
+        if self._group is not None:
+            self._group.destroy()
+
+    @property
+    def alive(self) -> bool:
+        return (
+            not self._stopped
+            and self._bwrap is not None
+            and self._bwrap.poll() is None
+        )
+
+    @property
+    def limits_enforced(self) -> tuple[str, ...]:
+        base = ("network" if not self.spec.limits.allow_internet else "", "disk(tmpfs)", "wall-time")
+        return tuple(x for x in base if x) + (self._group.enforced if self._group else ())
+
+    @property
+    def oom_killed(self) -> bool:
+        return bool(self._group and self._group.oom_killed())
+
+    # -- process plumbing ------------------------------------------------------------------
+    def _wrap(self, argv: list[str]) -> list[str]:
+        """Enter the limit group, then (as root) drop to this sandbox's own unprivileged uid."""
+        assert self._group is not None
+        prefix: list[str] = []
+        if self._as_root and argv[0].endswith("bwrap"):
+            prefix = ["setpriv", f"--reuid={self._uid}", f"--regid={self._uid}", "--clear-groups"]
+        script = self._group.enter_script()
+        return ["/bin/sh", "-c", f'{script + "; " if script else ""}exec "$@"', "trsi-enter", *prefix, *argv]
+
+    def _nsenter(self, argv: list[str]) -> list[str]:
+        if self._init_pid is None or not self.alive:
+            raise SandboxError("sandbox is not running")
+        return self._wrap([
+            "nsenter", "-t", str(self._init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w", "--",
+            "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *argv,
+        ])
+
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {"PATH": BASE_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", "USER": "root"}
+        env.update(dict(self.spec.env))
+        if extra:
+            env.update(extra)
+        return env
+
+    def _emitter(self, channel: Channel):
+        def emit(text: str) -> None:
+            self.emit(OutputChunk(channel, "output", text))
+
+        return emit
+
+    def _new_session(self) -> PipeShell:
+        shell = PipeShell(
+            self._nsenter(["/bin/bash", "--noprofile", "--norc"]),
+            self._env(),
+            self._emitter("agent"),
+            self._interrupt_session,
+        )
+        probe = shell.run(f"cd {self.spec.workdir}", timeout=10)
+        if probe.exit_code != 0:
+            shell.kill()
+            raise SandboxError(f"sandbox shell did not start: {probe.output.strip()!r}")
+        return shell
+
+    @staticmethod
+    def _interrupt_session(shell: PipeShell) -> None:
+        # The session's bash is nsenter's only child; kill what bash started, not bash itself.
+        for bash_pid in children(shell.proc.pid):
+            kill_pids(descendants(bash_pid))
+
+    # -- commands --------------------------------------------------------------------------
+    def run(self, command: str, timeout: float) -> ExecResult:
+        if self._session is None:
+            raise SandboxError("sandbox is not started")
+        self.emit(OutputChunk("agent", "command", command))
+        result = self._session.run(command, timeout)
+        if result.shell_restarted or not self._session.alive:
+            self._session.kill()
+            if not self.alive:
+                raise SandboxError("sandbox died during the command")
+            self._session = self._new_session()
+            result = ExecResult(
+                result.output + "\n[trsi: the shell exited; a new shell was started in /app]\n",
+                result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
+            )
+        self.emit(OutputChunk("agent", "exit", _exit_text(result)))
+        return result
+
+    def exec(
+        self,
+        command: str,
+        timeout: float,
+        channel: Channel = "system",
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ExecResult:
+        self.emit(OutputChunk(channel, "command", command))
+        # nsenter's --wd resolves on the host side, so change directory inside the shell.
+        script = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
+        argv = self._nsenter(["/bin/bash", "--noprofile", "--norc", "-c", script])
+        result = run_streamed(argv, self._env(env), timeout, self._emitter(channel), _kill_tree)
+        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        return result
+
+    # -- files -----------------------------------------------------------------------------
+    def upload(self, src: Path, dest: str) -> None:
+        src = Path(src)
+        if not src.exists():
+            raise SandboxError(f"upload source does not exist: {src}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            if src.is_dir():
+                for child in sorted(src.iterdir()):
+                    tar.add(child, arcname=child.name)
+                target_dir = dest
+            else:
+                tar.add(src, arcname=Path(dest).name)
+                target_dir = str(Path(dest).parent)
+        script = f'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
+        proc = subprocess.run(
+            self._nsenter(["/bin/sh", "-c", script, "upload", target_dir]),
+            input=buf.getvalue(), capture_output=True, env=self._env(), timeout=120,
+        )
+        if proc.returncode != 0:
+            raise SandboxError(f"upload to {dest} failed: {proc.stderr.decode(errors='replace').strip()}")
+
+    def download(self, src: str, dest: Path) -> None:
+        parent, name = os.path.split(src.rstrip("/")) or ("/", src)
+        proc = subprocess.run(
+            self._nsenter(["/bin/sh", "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name]),
+            capture_output=True, env=self._env(), timeout=120,
+        )
+        if proc.returncode != 0:
+            raise SandboxError(f"download of {src} failed: {proc.stderr.decode(errors='replace').strip()}")
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout), mode="r") as tar:
+            tar.extractall(dest, filter="data")
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    kill_pids(descendants(proc.pid) + [proc.pid])
+
+def _exit_text(result: ExecResult) -> str:
+    if result.timed_out:
+        return "timed out"
+    return f"exit {result.exit_code}"
+

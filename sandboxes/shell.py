@@ -1,0 +1,266 @@
+"""A persistent bash session over pipes, plus one-shot streamed commands.
+
+Protocol: each command is sent as `eval '<quoted command>' </dev/null` followed by a printf of
+a random per-command end marker carrying `$?`. `eval` keeps cd/export in the session; a
+syntax error fails immediately instead of leaving bash waiting for more input; `</dev/null`
+stops commands from swallowing the control stream. The marker nonce is fresh per command, so
+output cannot fake the end of a command it has not seen.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import secrets
+import subprocess
+import threading
+import time
+from typing import Callable, Sequence
+
+from sandboxes.base import ExecResult
+
+Emit = Callable[[str], None]
+
+CAPTURE_HEAD = 512 * 1024
+CAPTURE_TAIL = 512 * 1024
+STREAM_CAP = 4 * 1024 * 1024
+# After a timeout, how long the shell gets to report back once its children were killed.
+INTERRUPT_GRACE_S = 3.0
+
+
+def shell_quote(text: str) -> str:
+    return "'" + text.replace("\x00", "").replace("'", "'\\''") + "'"
+
+
+class _Capture:
+    """Keeps the head and tail of a command's output and streams it (up to a cap)."""
+
+    def __init__(self, emit: Emit) -> None:
+        self._emit = emit
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+        self.streamed = 0
+        self._stream_notice = False
+
+    def add(self, data: bytes) -> None:
+        if not data:
+            return
+        if len(self.head) < CAPTURE_HEAD:
+            room = CAPTURE_HEAD - len(self.head)
+            self.head += data[:room]
+            data_rest = data[room:]
+        else:
+            data_rest = data
+        if data_rest:
+            self.tail += data_rest
+            if len(self.tail) > CAPTURE_TAIL:
+                cut = len(self.tail) - CAPTURE_TAIL
+                self.dropped += cut
+                del self.tail[:cut]
+        if self.streamed < STREAM_CAP:
+            part = data[: STREAM_CAP - self.streamed]
+            self.streamed += len(part)
+            text = self._decoder.decode(part)
+            if text:
+                self._emit(text)
+        elif not self._stream_notice:
+            self._stream_notice = True
+            self._emit("\n[trsi: output stream capped; the rest is kept only in the episode log]\n")
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.tail:
+            return head
+        tail = self.tail.decode("utf-8", errors="replace")
+        if self.dropped:
+            return f"{head}\n[... {self.dropped} bytes truncated ...]\n{tail}"
+        return head + tail
+
+
+class PipeShell:
+    """One bash process speaking the marker protocol. Not thread-safe: one command at a time."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        emit: Emit,
+        interrupt: Callable[["PipeShell"], None],
+    ) -> None:
+        self._emit = emit
+        self._interrupt = interrupt
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            bufsize=0,
+            start_new_session=True,
+        )
+        self._cond = threading.Condition()
+        self._pending = bytearray()
+        self._eof = False
+        self._reader = threading.Thread(target=self._read_loop, name="pipeshell-reader", daemon=True)
+        self._reader.start()
+
+    def _read_loop(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        import os
+
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            with self._cond:
+                if not data:
+                    self._eof = True
+                    self._cond.notify_all()
+                    return
+                self._pending += data
+                self._cond.notify_all()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None and not self._eof
+
+    def run(self, command: str, timeout: float) -> ExecResult:
+        start = time.monotonic()
+        nonce = secrets.token_hex(8)
+        marker = re.compile(rb"\n__TRSI_" + nonce.encode() + rb"_(\d+)__\n")
+        prefix_len = len(nonce) + 16
+        payload = (
+            f"eval {shell_quote(command)} </dev/null\n"
+            f"builtin printf '\\n__TRSI_{nonce}_%d__\\n' \"$?\"\n"
+        ).encode()
+        capture = _Capture(self._emit)
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(payload)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return ExecResult("", None, False, time.monotonic() - start, shell_restarted=True)
+
+        window = bytearray()
+        deadline = start + timeout
+        interrupted = False
+        while True:
+            with self._cond:
+                while not self._pending and not self._eof and time.monotonic() < deadline:
+                    self._cond.wait(timeout=max(0.0, deadline - time.monotonic()))
+                data = bytes(self._pending)
+                self._pending.clear()
+                eof = self._eof
+            if data:
+                window += data
+                found = marker.search(window)
+                if found:
+                    capture.add(bytes(window[: found.start()]))
+                    rest = window[found.end() :]
+                    if rest:  # output from background jobs after the marker: keep it for next time
+                        with self._cond:
+                            self._pending[:0] = rest
+                    return ExecResult(
+                        capture.text(),
+                        None if interrupted else int(found.group(1)),
+                        interrupted,
+                        time.monotonic() - start,
+                        truncated=capture.truncated,
+                    )
+                # Hold back a possible partial marker at the end of the window.
+                keep = min(len(window), prefix_len + 24)
+                capture.add(bytes(window[:-keep]) if keep else bytes(window))
+                del window[: len(window) - keep]
+            if eof:
+                capture.add(bytes(window))
+                code = self.proc.wait()
+                return ExecResult(
+                    capture.text(), code, interrupted, time.monotonic() - start,
+                    truncated=capture.truncated, shell_restarted=True,
+                )
+            if time.monotonic() >= deadline:
+                if not interrupted:
+                    interrupted = True
+                    self._interrupt(self)
+                    deadline = time.monotonic() + INTERRUPT_GRACE_S
+                else:
+                    # The shell itself is stuck (e.g. it redirected its own stdout): give up on it.
+                    self.kill()
+                    capture.add(bytes(window))
+                    return ExecResult(
+                        capture.text(), None, True, time.monotonic() - start,
+                        truncated=capture.truncated, shell_restarted=True,
+                    )
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+
+
+def run_streamed(
+    argv: Sequence[str],
+    env: dict[str, str],
+    timeout: float,
+    emit: Emit,
+    on_timeout: Callable[[subprocess.Popen], None],
+) -> ExecResult:
+    """Run a one-shot command to completion, streaming its merged output."""
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env, bufsize=0, start_new_session=True,
+    )
+    capture = _Capture(emit)
+    assert proc.stdout is not None
+
+    def pump() -> None:
+        import os
+
+        fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            capture.add(data)
+
+    reader = threading.Thread(target=pump, name="exec-reader", daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        code: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        on_timeout(proc)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        code = None
+    # A background process that inherited the pipe may keep it open: don't wait for it forever.
+    reader.join(timeout=2.0)
+    proc.stdout.close()
+    return ExecResult(capture.text(), code, timed_out, time.monotonic() - start, truncated=capture.truncated)
