@@ -103,7 +103,7 @@ class LocalSandbox(Sandbox):
         # bwrap reports the pid on --info-fd before the mounts are finished; the idle command
         # itself writes to the ready pipe, so nobody enters a half-built namespace.
         idle = f"echo ready >&{ready_w}; exec {ready_w}>&-; exec /bin/sleep infinity"
-        argv += ["--info-fd", str(write_fd), "--", "/bin/sh", "-c", idle]
+        argv += ["--info-fd", str(write_fd), "--", "/bin/bash", "--noprofile", "--norc", "-c", idle]  # dash only takes fds 0-9
         try:
             self._bwrap = subprocess.Popen(
                 self._wrap(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -1,0 +1,70 @@
+"""Scripted agents: the reference solution (oracle) and doing nothing (nop).
+
+Model-driven agents arrive with the policy backends; they implement the same `Agent` protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from engine.tasks import Task
+from sandboxes import Sandbox
+
+
+@dataclass(frozen=True)
+class AgentStep:
+    command: str
+    output: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+
+
+@dataclass
+class AgentRun:
+    steps: list[AgentStep] = field(default_factory=list)
+    timed_out: bool = False
+
+
+class Agent(Protocol):
+    name: str
+
+    def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun: ...
+
+
+class NopAgent:
+    """Does nothing: a valid task must not be solved by its starting state."""
+
+    name = "nop"
+
+    def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
+        return AgentRun()
+
+
+class OracleAgent:
+    """Runs solution/solve.sh in the agent's shell; /solution exists only during its turn."""
+
+    name = "oracle"
+
+    def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
+        solve = task.solution_dir / "solve.sh"
+        if not solve.is_file():
+            raise FileNotFoundError(f"{task.path}: the oracle needs solution/solve.sh")
+        sandbox.upload(task.solution_dir, "/solution")
+        remaining = max(1.0, deadline - time.monotonic())
+        result = sandbox.run("bash /solution/solve.sh", timeout=remaining)
+        sandbox.exec("rm -rf /solution", timeout=30, channel="system")
+        step = AgentStep("bash /solution/solve.sh", result.output, result.exit_code, result.timed_out, result.duration_s)
+        return AgentRun([step], timed_out=result.timed_out)
+
+
+SCRIPTED_AGENTS: dict[str, type] = {"oracle": OracleAgent, "nop": NopAgent}
+
+
+def make_agent(name: str) -> Agent:
+    try:
+        return SCRIPTED_AGENTS[name]()
+    except KeyError:
+        raise ValueError(f"unknown agent {name!r}; available: {', '.join(sorted(SCRIPTED_AGENTS))}") from None

@@ -1,0 +1,82 @@
+"""The engine facade the CLI and the TUI call: config + store + event bus + the operations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.agents import make_agent
+from engine.config import Config, load_config
+from engine.episode import EpisodeResult
+from engine.events import EventBus
+from engine.paths import Paths, builtin_tasks_dir, resolve_paths
+from engine.runner import EpisodeJob, EpisodeRunner, summarize
+from engine.store import Store
+from engine.tasks import Suite, load_suite
+from engine.validation import TaskCheck, check_suites
+
+
+@dataclass
+class EvalReport:
+    run_id: str
+    results: list[EpisodeResult]
+    summary: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {"run_id": self.run_id, "results": [r.summary() for r in self.results], "summary": self.summary}
+
+
+class Engine:
+    def __init__(self, config: Config, store: Store, paths: Paths | None = None, bus: EventBus | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.paths = paths
+        self.bus = bus or EventBus()
+        self._runner: EpisodeRunner | None = None
+
+    @classmethod
+    def open(cls, home: str | None = None) -> "Engine":
+        paths = resolve_paths(home).ensure()
+        return cls(load_config(paths.config_file), Store(paths.database), paths)
+
+    # -- tasks -----------------------------------------------------------------------------
+    def suite_path(self, path: str | Path | None) -> Path:
+        if path:
+            return Path(path)
+        if self.config.tasks:
+            return Path(self.config.tasks).expanduser()
+        return builtin_tasks_dir()
+
+    def load_suite(self, path: str | Path | None = None) -> Suite:
+        return load_suite(self.suite_path(path))
+
+    def check_tasks(
+        self, paths: list[str | Path], *, backend: str | None = None, concurrency: int | None = None,
+    ) -> tuple[str, list[TaskCheck]]:
+        suites = [self.load_suite(p) for p in (paths or [None])]
+        self._runner = self._new_runner(backend)
+        return check_suites(suites, self._runner, concurrency=concurrency or self.config.eval.concurrency)
+
+    def evaluate(
+        self, tasks: str | Path | None, *, agent: str, backend: str | None = None,
+        concurrency: int | None = None, attempts: int = 1, split: str | None = None,
+    ) -> tuple[EvalReport, Suite]:
+        make_agent(agent)  # fail fast on an unknown agent name
+        suite = self.load_suite(tasks)
+        chosen = suite.split(split) if split else suite.tasks
+        jobs = [EpisodeJob(t, lambda: make_agent(agent), attempt=a) for t in chosen for a in range(attempts)]
+        self._runner = self._new_runner(backend)
+        run_id, results = self._runner.run(
+            jobs, kind="eval", agent_label=agent, tasks_path=str(suite.root),
+            concurrency=concurrency or self.config.eval.concurrency,
+        )
+        return EvalReport(run_id, results, summarize(results)), suite
+
+    def _new_runner(self, backend: str | None) -> EpisodeRunner:
+        return EpisodeRunner(
+            config=self.config, backend=backend or self.config.sandbox.backend, store=self.store, bus=self.bus,
+        )
+
+    def cancel(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()

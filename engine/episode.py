@@ -1,0 +1,212 @@
+"""One episode: fresh sandbox -> setup.sh -> agent -> verifier -> success-first reward.
+
+Infrastructure failures (sandbox, setup, verifier crash or timeout) are recorded as such with
+no reward: a broken machine is not a zero-scoring agent.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable, Literal
+
+from engine.agents import Agent, AgentRun, AgentStep
+from engine.config import Config
+from engine.events import EpisodePhase, EventBus, SandboxOutput
+from engine.reward import shaped_reward
+from engine.tasks import Task
+from engine.verifier import VerifierOutcome, run_verifier
+from engine.verifier_results import CheckResult
+from sandboxes import Limits, Sandbox, SandboxError, SandboxSpec, create_sandbox
+
+EpisodeStatus = Literal["completed", "agent_timeout", "verifier_timeout", "verifier_error", "infra_error"]
+ENV_STAGING = "/run/trsi/environment"
+
+
+@dataclass(frozen=True)
+class EpisodeResult:
+    episode_id: str
+    run_id: str
+    task: str
+    split: str | None
+    agent: str
+    backend: str
+    attempt: int
+    status: EpisodeStatus
+    success: bool
+    checks_passed: int
+    checks_total: int
+    reward: float | None
+    failure_mode: str = ""
+    error: str = ""
+    checks: tuple[CheckResult, ...] = ()
+    steps: tuple[AgentStep, ...] = ()
+    verifier_source: str = ""
+    verifier_output: str = ""
+    started_at: str = ""
+    duration_s: float = 0.0
+    phase_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def scored(self) -> bool:
+        """False for infrastructure failures, which must never be treated as a zero reward."""
+        return self.reward is not None
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "episode_id": self.episode_id, "task": self.task, "split": self.split, "agent": self.agent,
+            "backend": self.backend, "attempt": self.attempt, "status": self.status,
+            "success": self.success, "checks_passed": self.checks_passed,
+            "checks_total": self.checks_total, "reward": self.reward,
+            "failure_mode": self.failure_mode, "error": self.error,
+            "checks": [{"name": c.name, "status": c.status} for c in self.checks],
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
+    env = task.environment
+    return SandboxSpec(
+        name=task.name,
+        limits=Limits(
+            cpus=env.cpus,
+            memory_mb=env.memory_mb,
+            pids=config.sandbox.pids_limit,
+            disk_mb=env.storage_mb or config.sandbox.disk_mb,
+            allow_internet=env.allow_internet,
+        ),
+    )
+
+
+def _run_setup(sandbox, task: Task, timeout: float) -> str:
+    """Returns an error message, or '' when the environment is ready."""
+    if task.setup_script is None:
+        return ""
+    sandbox.upload(task.environment_dir, ENV_STAGING)
+    res = sandbox.exec(f"bash {ENV_STAGING}/setup.sh", timeout=timeout, channel="setup", cwd=ENV_STAGING)
+    sandbox.exec(f"rm -rf {ENV_STAGING}", timeout=30, channel="system")
+    if res.timed_out:
+        return f"environment/setup.sh exceeded {timeout:g}s"
+    if res.exit_code != 0:
+        return f"environment/setup.sh exited {res.exit_code}: {res.output.strip()[-500:]}"
+    return ""
+
+
+def run_episode(
+    task: Task,
+    agent: Agent,
+    *,
+    config: Config,
+    backend: str = "local",
+    run_id: str = "",
+    attempt: int = 0,
+    bus: EventBus | None = None,
+    episode_id: str | None = None,
+    on_sandbox: Callable[[Sandbox | None], None] | None = None,
+) -> EpisodeResult:
+    """Run one episode to a result; never raises for sandbox, setup or verifier failures.
+
+    `on_sandbox` is told the live sandbox (and None when it is gone) so a runner can stop it
+    from another thread on cancellation.
+    """
+    episode_id = episode_id or uuid.uuid4().hex[:16]
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    phases: dict[str, float] = {}
+    base = dict(
+        episode_id=episode_id, run_id=run_id, task=task.name, split=task.split, agent=agent.name,
+        backend=backend, attempt=attempt, started_at=started_at,
+    )
+
+    def phase(name: str) -> None:
+        if bus:
+            bus.emit(EpisodePhase(episode_id, name))
+
+    def infra(failure: str, error: str, agent_run: AgentRun | None = None) -> EpisodeResult:
+        return EpisodeResult(
+            **base, status="infra_error", success=False, checks_passed=0, checks_total=0, reward=None,
+            failure_mode=failure, error=error, steps=tuple(agent_run.steps if agent_run else ()),
+            duration_s=time.monotonic() - t0, phase_s=phases,
+        )
+
+    if task.dockerfile is not None and backend == "local":
+        return infra("unsupported_environment",
+                     "task has environment/Dockerfile, which the local backend cannot build; use --backend docker")
+
+    phase("sandbox")
+    try:
+        sandbox = create_sandbox(backend, sandbox_spec(task, config))
+    except SandboxError as exc:
+        return infra("sandbox_error", str(exc))
+    if bus:
+        sandbox.subscribe(lambda c: bus.emit(SandboxOutput(episode_id, c.channel, c.kind, c.text)))
+    if on_sandbox:
+        on_sandbox(sandbox)
+    agent_run: AgentRun | None = None
+    try:
+        t = time.monotonic()
+        sandbox.start()
+        phases["sandbox"] = time.monotonic() - t
+
+        phase("setup")
+        t = time.monotonic()
+        setup_error = _run_setup(sandbox, task, config.sandbox.setup_timeout_sec)
+        phases["setup"] = time.monotonic() - t
+        if setup_error:
+            return infra("setup_failed", setup_error)
+
+        phase("agent")
+        t = time.monotonic()
+        deadline = t + task.agent_timeout_sec
+        agent_run = agent.act(task, sandbox, deadline)
+        phases["agent"] = time.monotonic() - t
+        agent_timed_out = agent_run.timed_out or time.monotonic() > deadline
+
+        phase("verifier")
+        t = time.monotonic()
+        outcome: VerifierOutcome = run_verifier(sandbox, task)
+        phases["verifier"] = time.monotonic() - t
+    except SandboxError as exc:
+        return infra("sandbox_error", str(exc), agent_run)
+    except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
+        return infra("internal_error", f"{type(exc).__name__}: {exc}", agent_run)
+    finally:
+        sandbox.stop()
+        if on_sandbox:
+            on_sandbox(None)
+        phase("done")
+
+    steps = tuple(agent_run.steps)
+    if outcome.status != "ok":
+        status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"
+        return EpisodeResult(
+            **base, status=status, success=False, checks_passed=0, checks_total=0, reward=None,
+            failure_mode=status, error=outcome.error, steps=steps, verifier_output=outcome.output,
+            duration_s=time.monotonic() - t0, phase_s=phases,
+        )
+    success = outcome.success
+    if success:
+        failure = ""
+    elif agent_timed_out:
+        failure = "agent_timeout"
+    else:
+        failure = "checks_failed"
+    return EpisodeResult(
+        **base,
+        status="agent_timeout" if agent_timed_out else "completed",
+        success=success,
+        checks_passed=outcome.passed,
+        checks_total=outcome.total,
+        reward=shaped_reward(outcome.passed, outcome.total, config.reward.alpha),
+        failure_mode=failure,
+        checks=outcome.checks,
+        steps=steps,
+        verifier_source=outcome.source,
+        verifier_output=outcome.output,
+        duration_s=time.monotonic() - t0,
+        phase_s=phases,
+    )
+
+

@@ -1,0 +1,84 @@
+"""Typed events the engine emits; the TUI (or a CLI printer) subscribes to an EventBus."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Union
+
+if TYPE_CHECKING:
+    from engine.episode import EpisodeResult
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: str
+    kind: str
+    total_episodes: int
+
+
+@dataclass(frozen=True)
+class EpisodeStarted:
+    run_id: str
+    episode_id: str
+    task: str
+    agent: str
+
+
+@dataclass(frozen=True)
+class EpisodePhase:
+    episode_id: str
+    phase: str  # "sandbox", "setup", "agent", "verifier", "done"
+
+
+@dataclass(frozen=True)
+class SandboxOutput:
+    episode_id: str
+    channel: str
+    kind: str  # "command", "output", "exit"
+    text: str
+
+
+@dataclass(frozen=True)
+class EpisodeFinished:
+    run_id: str
+    result: "EpisodeResult"
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run_id: str
+    success_rate: float
+    episodes: int
+
+
+Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, EpisodeFinished, RunFinished]
+Listener = Callable[[Event], None]
+
+
+class EventBus:
+    """Thread-safe fan-out. Listeners run on the emitting thread and must be quick."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:  # noqa: BLE001 - a faulty subscriber must not break a run
+                pass

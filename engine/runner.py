@@ -1,0 +1,128 @@
+"""Run many episodes concurrently, store each as it finishes, and emit events.
+
+Used by `eval` and `tasks check`. Cancellation (Ctrl-C, the TUI's stop) stops every live
+sandbox, which ends its running command at once; episodes not yet started are skipped.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.agents import Agent
+from engine.config import Config
+from engine.episode import EpisodeResult, run_episode
+from engine.events import EpisodeFinished, EpisodeStarted, EventBus, RunFinished, RunStarted
+from engine.store import Store
+from engine.tasks import Task
+from sandboxes import Sandbox
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    task: Task
+    make_agent: Callable[[], Agent]
+    attempt: int = 0
+
+
+def summarize(results: list[EpisodeResult]) -> dict[str, object]:
+    """Success rate over scored episodes; infrastructure failures are counted, never scored."""
+    scored = [r for r in results if r.scored]
+    successes = sum(1 for r in scored if r.success)
+    return {
+        "episodes": len(results),
+        "scored": len(scored),
+        "successes": successes,
+        "success_rate": (successes / len(scored)) if scored else None,
+        "mean_reward": (sum(r.reward or 0.0 for r in scored) / len(scored)) if scored else None,
+        "infra_errors": len(results) - len(scored),
+    }
+
+
+class EpisodeRunner:
+    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus | None) -> None:
+        self.config = config
+        self.backend = backend
+        self.store = store
+        self.bus = bus or EventBus()
+        self._cancel = threading.Event()
+        self._live: dict[str, Sandbox] = {}
+        self._live_lock = threading.Lock()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        with self._live_lock:
+            live = list(self._live.values())
+        for sandbox in live:
+            sandbox.stop()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def _one(self, run_id: str, job: EpisodeJob, index: int) -> EpisodeResult | None:
+        if self._cancel.is_set():
+            return None
+        episode_id = f"{run_id}-{index:04d}"
+        agent = job.make_agent()
+        self.bus.emit(EpisodeStarted(run_id, episode_id, job.task.name, agent.name))
+
+        def track(sandbox: Sandbox | None) -> None:
+            with self._live_lock:
+                if sandbox is None:
+                    self._live.pop(episode_id, None)
+                else:
+                    self._live[episode_id] = sandbox
+            if sandbox is not None and self._cancel.is_set():
+                sandbox.stop()
+
+        result = run_episode(
+            job.task, agent, config=self.config, backend=self.backend, run_id=run_id,
+            attempt=job.attempt, bus=self.bus, episode_id=episode_id, on_sandbox=track,
+        )
+        if self._cancel.is_set():
+            return None  # stopped mid-way: not a real outcome, so not stored
+        if self.store is not None:
+            self.store.record_episode(result)
+        self.bus.emit(EpisodeFinished(run_id, result))
+        return result
+
+    def run(
+        self, jobs: list[EpisodeJob], *, kind: str, agent_label: str, tasks_path: str, concurrency: int,
+    ) -> tuple[str, list[EpisodeResult]]:
+        run_id = uuid.uuid4().hex[:12]
+        if self.store is not None:
+            run_id = self.store.create_run(
+                kind, backend=self.backend, agent=agent_label, tasks_path=tasks_path, total=len(jobs),
+                config=self.config.model_dump(),
+            )
+        self.bus.emit(RunStarted(run_id, kind, len(jobs)))
+        results: list[EpisodeResult] = []
+        status = "finished"
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="episode")
+        try:
+            futures: dict[Future, int] = {pool.submit(self._one, run_id, job, i): i for i, job in enumerate(jobs)}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for f in done:
+                    r = f.result()
+                    if r is not None:
+                        results.append(r)
+        except KeyboardInterrupt:
+            status = "interrupted"
+            self.cancel()
+            raise
+        finally:
+            if self._cancel.is_set():
+                status = "interrupted"
+            pool.shutdown(wait=True, cancel_futures=True)
+            results.sort(key=lambda r: r.episode_id)
+            summary = summarize(results)
+            if self.store is not None:
+                self.store.finish_run(run_id, status, summary)
+            self.bus.emit(RunFinished(run_id, float(summary["success_rate"] or 0.0), len(results)))
+        return run_id, results

@@ -1,0 +1,265 @@
+"""SQLite persistence for runs, episodes, checks and agent steps (sqlite-utils, WAL).
+
+The schema carries a version in `meta`; `MIGRATIONS[i]` takes version i to i+1, so an older
+database is upgraded in place and a newer one is refused with a clear message rather than
+misread. All writes of one episode happen in one transaction: a crash never leaves half an
+episode behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import sqlite_utils
+
+from engine.episode import EpisodeResult
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _v1(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {"id": str, "kind": str, "created_at": str, "finished_at": str, "status": str, "pid": int,
+         "backend": str, "agent": str, "tasks_path": str, "total": int, "config": str, "summary": str},
+        pk="id",
+    )
+    db["episodes"].create(
+        {"id": str, "run_id": str, "task": str, "split": str, "agent": str, "backend": str, "attempt": int,
+         "status": str, "success": int, "checks_passed": int, "checks_total": int, "reward": float,
+         "failure_mode": str, "error": str, "verifier_source": str, "verifier_output": str,
+         "started_at": str, "duration_s": float, "phase_s": str},
+        pk="id", foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["episodes"].create_index(["run_id"])
+    db["episodes"].create_index(["task"])
+    db["checks"].create(
+        {"episode_id": str, "idx": int, "name": str, "status": str, "message": str},
+        pk=("episode_id", "idx"), foreign_keys=[("episode_id", "episodes", "id")],
+    )
+    db["steps"].create(
+        {"episode_id": str, "idx": int, "command": str, "output": str, "exit_code": int,
+         "timed_out": int, "duration_s": float},
+        pk=("episode_id", "idx"), foreign_keys=[("episode_id", "episodes", "id")],
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    kind: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    backend: str
+    agent: str
+    tasks_path: str
+    total: int
+    summary: dict
+
+    @property
+    def success_rate(self) -> float | None:
+        value = self.summary.get("success_rate")
+        return float(value) if value is not None else None
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    id: str
+    run_id: str
+    task: str
+    split: str | None
+    agent: str
+    status: str
+    success: bool
+    checks_passed: int
+    checks_total: int
+    reward: float | None
+    failure_mode: str
+    error: str
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    name: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    idx: int
+    command: str
+    output: str
+    exit_code: int | None
+    timed_out: bool
+    duration_s: float
+
+
+class Store:
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{path}: not a usable trsi-tui database: {exc}") from None
+        self._mark_dead_runs()
+
+    # -- schema ----------------------------------------------------------------------------
+    def schema_version(self) -> int:
+        if "meta" not in self.db.table_names():
+            return 0
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> None:
+        with self._lock:
+            if "meta" not in self.db.table_names():
+                self.db["meta"].create({"key": str, "value": str}, pk="key")
+            current = self.schema_version()
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: database schema v{current} is newer than this trsi-tui (v{SCHEMA_VERSION}); upgrade trsi-tui"
+                )
+            for version in range(current, SCHEMA_VERSION):
+                with self.db.atomic():
+                    MIGRATIONS[version](self.db)
+                    self.db["meta"].upsert({"key": "schema_version", "value": str(version + 1)}, pk="key")
+
+    def _mark_dead_runs(self) -> None:
+        """Runs left 'running' by a process that no longer exists were interrupted."""
+        with self._lock:
+            for row in self.db.query("SELECT id, pid FROM runs WHERE status = 'running'"):
+                if not _pid_alive(row["pid"]):
+                    self.db["runs"].update(row["id"], {"status": "interrupted"})
+
+    # -- writes ----------------------------------------------------------------------------
+    def create_run(self, kind: str, *, backend: str, agent: str, tasks_path: str, total: int, config: dict) -> str:
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        with self._lock:
+            self.db["runs"].insert({
+                "id": run_id, "kind": kind, "created_at": _now(), "finished_at": None, "status": "running",
+                "pid": os.getpid(), "backend": backend, "agent": agent, "tasks_path": tasks_path,
+                "total": total, "config": json.dumps(config), "summary": "{}",
+            })
+        return run_id
+
+    def finish_run(self, run_id: str, status: str, summary: dict) -> None:
+        with self._lock:
+            self.db["runs"].update(run_id, {"status": status, "finished_at": _now(), "summary": json.dumps(summary)})
+
+    def record_episode(self, r: EpisodeResult) -> None:
+        with self._lock, self.db.atomic():
+            self.db["episodes"].insert({
+                "id": r.episode_id, "run_id": r.run_id, "task": r.task, "split": r.split, "agent": r.agent,
+                "backend": r.backend, "attempt": r.attempt, "status": r.status, "success": int(r.success),
+                "checks_passed": r.checks_passed, "checks_total": r.checks_total, "reward": r.reward,
+                "failure_mode": r.failure_mode, "error": r.error, "verifier_source": r.verifier_source,
+                "verifier_output": r.verifier_output, "started_at": r.started_at,
+                "duration_s": r.duration_s, "phase_s": json.dumps(r.phase_s),
+            })
+            self.db["checks"].insert_all(
+                {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
+                for i, c in enumerate(r.checks)
+            )
+            self.db["steps"].insert_all(
+                {"episode_id": r.episode_id, "idx": i, "command": s.command, "output": s.output,
+                 "exit_code": s.exit_code, "timed_out": int(s.timed_out), "duration_s": s.duration_s}
+                for i, s in enumerate(r.steps)
+            )
+
+    # -- reads -----------------------------------------------------------------------------
+    def runs(self, limit: int = 50) -> list[RunRecord]:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runs ORDER BY rowid DESC LIMIT ?", [limit]))
+        return [_run(r) for r in rows]
+
+    def run(self, run_id: str) -> RunRecord:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runs WHERE id = ?", [run_id]))
+        if not rows:
+            raise KeyError(run_id)
+        return _run(rows[0])
+
+    def episodes(self, run_id: str | None = None, task: str | None = None) -> list[EpisodeRecord]:
+        where, args = [], []
+        if run_id:
+            where.append("run_id = ?")
+            args.append(run_id)
+        if task:
+            where.append("task = ?")
+            args.append(task)
+        sql = "SELECT * FROM episodes" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY started_at, task, attempt"
+        with self._lock:
+            rows = list(self.db.query(sql, args))
+        return [
+            EpisodeRecord(
+                r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
+                r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
+                r["duration_s"],
+            )
+            for r in rows
+        ]
+
+    def checks(self, episode_id: str) -> list[CheckRecord]:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM checks WHERE episode_id = ? ORDER BY idx", [episode_id]))
+        return [CheckRecord(r["name"], r["status"], r["message"] or "") for r in rows]
+
+    def steps(self, episode_id: str) -> list[StepRecord]:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id]))
+        return [
+            StepRecord(r["idx"], r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"])
+            for r in rows
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            self.db.conn.close()
+
+
+def _run(r: dict) -> RunRecord:
+    return RunRecord(
+        r["id"], r["kind"], r["created_at"], r["finished_at"], r["status"], r["backend"] or "",
+        r["agent"] or "", r["tasks_path"] or "", r["total"] or 0, json.loads(r["summary"] or "{}"),
+    )
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

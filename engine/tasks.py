@@ -1,0 +1,217 @@
+"""Tasks in the native (Harbor / Terminal-Bench 2.x) layout, and suites of them.
+
+    task.toml          [metadata] [agent] timeout_sec [verifier] timeout_sec, env
+                       [environment] cpus, memory_mb | memory, storage_mb, allow_internet
+    instruction.md     what the agent is told
+    environment/       Dockerfile (optional), setup.sh (trsi-tui extension: runs as root
+                       in the sandbox before the agent starts, on every backend)
+    solution/solve.sh  the reference (oracle) solution
+    tests/test.sh      the verifier; writes /logs/verifier/{ctrf.json,reward.txt,...}
+
+A malformed task becomes a `TaskLoadError` naming the path and the reason; a suite keeps
+loading past it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_AGENT_TIMEOUT = 600.0
+DEFAULT_VERIFIER_TIMEOUT = 600.0
+SPLITS = ("train", "eval")
+
+
+class TaskLoadError(Exception):
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    cpus: float = 1.0
+    memory_mb: int = 2048
+    storage_mb: int | None = None
+    allow_internet: bool = False
+    docker_image: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    path: Path
+    instruction: str
+    agent_timeout_sec: float
+    verifier_timeout_sec: float
+    environment: EnvironmentSettings
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    split: str | None = None
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.path / "environment"
+
+    @property
+    def dockerfile(self) -> Path | None:
+        p = self.environment_dir / "Dockerfile"
+        return p if p.is_file() else None
+
+    @property
+    def setup_script(self) -> Path | None:
+        p = self.environment_dir / "setup.sh"
+        return p if p.is_file() else None
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.path / "solution"
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.path / "tests"
+
+    @property
+    def difficulty(self) -> str:
+        return str(self.metadata.get("difficulty", ""))
+
+
+@dataclass
+class Suite:
+    root: Path
+    tasks: list[Task]
+    errors: list[TaskLoadError]
+
+    def by_name(self, name: str) -> Task:
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def split(self, split: str) -> list[Task]:
+        return [t for t in self.tasks if t.split == split]
+
+
+_MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG])?[iI]?[bB]?\s*$")
+
+
+def _memory_mb(value: Any) -> int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        m = _MEMORY_RE.match(value)
+        if m:
+            n = float(m.group(1))
+            unit = (m.group(2) or "m").lower()
+            return int(n * {"k": 1 / 1024, "m": 1, "g": 1024}[unit])
+    raise ValueError(f"memory must be a number of MB or a size like '2G', got {value!r}")
+
+
+def _number(section: dict[str, Any], key: str, default: float, where: str) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"[{where}] {key} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"[{name}] must be a table")
+    return value
+
+
+def load_task(path: Path, split: str | None = None) -> Task:
+    path = Path(path)
+    if not path.is_dir():
+        raise TaskLoadError(path, "not a directory")
+    toml_path = path / "task.toml"
+    if not toml_path.is_file():
+        raise TaskLoadError(path, "missing task.toml")
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise TaskLoadError(path, f"task.toml is not valid TOML: {exc}") from None
+    instruction_path = path / "instruction.md"
+    if not instruction_path.is_file():
+        raise TaskLoadError(path, "missing instruction.md")
+    instruction = instruction_path.read_text(errors="replace").strip()
+    if not instruction:
+        raise TaskLoadError(path, "instruction.md is empty")
+    if not (path / "tests" / "test.sh").is_file():
+        raise TaskLoadError(path, "missing tests/test.sh (the verifier)")
+    try:
+        agent = _section(data, "agent")
+        verifier = _section(data, "verifier")
+        env = _section(data, "environment")
+        metadata = _section(data, "metadata")
+        memory = env.get("memory_mb", env.get("memory", EnvironmentSettings.memory_mb))
+        storage = env.get("storage_mb")
+        allow = env.get("allow_internet", False)
+        if not isinstance(allow, bool):
+            raise ValueError(f"[environment] allow_internet must be true or false, got {allow!r}")
+        image = env.get("docker_image")
+        environment = EnvironmentSettings(
+            cpus=_number(env, "cpus", 1.0, "environment"),
+            memory_mb=_memory_mb(memory),
+            storage_mb=_memory_mb(storage) if storage is not None else None,
+            allow_internet=allow,
+            docker_image=str(image) if image else None,
+        )
+        verifier_env = verifier.get("env", {})
+        if not isinstance(verifier_env, dict):
+            raise ValueError("[verifier] env must be a table of strings")
+        task = Task(
+            name=path.name,
+            path=path.resolve(),
+            instruction=instruction,
+            agent_timeout_sec=_number(agent, "timeout_sec", DEFAULT_AGENT_TIMEOUT, "agent"),
+            verifier_timeout_sec=_number(verifier, "timeout_sec", DEFAULT_VERIFIER_TIMEOUT, "verifier"),
+            environment=environment,
+            verifier_env={str(k): str(v) for k, v in verifier_env.items()},
+            metadata=dict(metadata),
+            split=str(metadata.get("split") or split or "") or None,
+        )
+    except ValueError as exc:
+        raise TaskLoadError(path, f"task.toml: {exc}") from None
+    if task.split is not None and task.split not in SPLITS:
+        raise TaskLoadError(path, f"unknown split {task.split!r} (expected one of {', '.join(SPLITS)})")
+    return task
+
+
+def _looks_like_task(path: Path) -> bool:
+    return any((path / marker).exists() for marker in ("task.toml", "instruction.md", "tests"))
+
+
+def load_suite(root: Path) -> Suite:
+    """Every task under `root` (or `root` itself if it is one); errors are collected, not raised."""
+    root = Path(root)
+    tasks: list[Task] = []
+    errors: list[TaskLoadError] = []
+    if not root.is_dir():
+        return Suite(root, [], [TaskLoadError(root, "no such task directory")])
+
+    def visit(directory: Path, split: str | None) -> None:
+        if _looks_like_task(directory):
+            try:
+                tasks.append(load_task(directory, split))
+            except TaskLoadError as exc:
+                errors.append(exc)
+            return
+        for child in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            visit(child, child.name if child.name in SPLITS else split)
+
+    visit(root, root.name if root.name in SPLITS else None)
+    seen: dict[str, Path] = {}
+    unique: list[Task] = []
+    for t in tasks:
+        if t.name in seen:
+            errors.append(TaskLoadError(t.path, f"duplicate task name {t.name!r} (also at {seen[t.name]})"))
+            continue
+        seen[t.name] = t.path
+        unique.append(t)
+    return Suite(root, unique, errors)

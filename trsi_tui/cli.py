@@ -1,0 +1,240 @@
+"""The `trsi-tui` command: no subcommand opens the TUI; subcommands run headless."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from engine.agents import SCRIPTED_AGENTS
+from engine.api import Engine
+from engine.config import DEFAULT_CONFIG_TOML, ConfigError
+from engine.events import EpisodeFinished, Event
+from engine.paths import resolve_paths
+from engine.store import StoreError
+from sandboxes import SandboxError, available_backends
+
+out = Console()
+err = Console(stderr=True)
+
+HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
+
+
+def _engine(ctx: click.Context) -> Engine:
+    obj = ctx.find_root().obj
+    if obj.get("engine") is None:
+        try:
+            obj["engine"] = Engine.open(obj.get("home"))
+        except (ConfigError, StoreError) as exc:
+            raise click.ClickException(str(exc)) from None
+    return obj["engine"]
+
+
+def _check_backend(backend: str | None) -> None:
+    if backend is not None and backend not in available_backends():
+        raise click.BadParameter(
+            f"{backend!r} is not available; available backends: {', '.join(available_backends())}",
+            param_hint="--backend",
+        )
+
+
+def _progress(total_hint: str):
+    done = {"n": 0}
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, EpisodeFinished):
+            r = event.result
+            done["n"] += 1
+            mark = "[green]PASS[/]" if r.success else ("[yellow]INFRA[/]" if not r.scored else "[red]FAIL[/]")
+            reward = "-" if r.reward is None else f"{r.reward:.2f}"
+            err.print(f"  {done['n']:>3}/{total_hint} {mark} {r.task} ({r.agent}) "
+                      f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s")
+
+    return on_event
+
+
+def _write_json(path: str | None, payload: dict) -> None:
+    if path:
+        Path(path).write_text(json.dumps(payload, indent=2) + "\n")
+        err.print(f"wrote {path}")
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", metavar="DIR", default=None, help=HOME_HELP)
+@click.version_option(package_name="trsi-tui")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """trsi-tui: train terminal agents by recursive self-improvement.
+
+    Run without a command to open the workstation TUI. Commands run headless.
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["home"] = home
+    if ctx.invoked_subcommand is None:
+        from trsi_tui.app import create_app
+
+        create_app(_engine(ctx)).run()
+
+
+# -- tasks ------------------------------------------------------------------------------------
+@cli.group()
+def tasks() -> None:
+    """Inspect and validate task suites (Harbor layout + environment/setup.sh)."""
+
+
+@tasks.command("list")
+@click.argument("path", required=False)
+@click.pass_context
+def tasks_list(ctx: click.Context, path: str | None) -> None:
+    """List the tasks under PATH (default: the configured or built-in suite)."""
+    suite = _engine(ctx).load_suite(path)
+    table = Table(title=f"{len(suite.tasks)} tasks in {suite.root}")
+    for col in ("task", "split", "difficulty", "category", "agent timeout", "instruction"):
+        table.add_column(col)
+    for t in suite.tasks:
+        first = t.instruction.splitlines()[0]
+        table.add_row(t.name, t.split or "-", t.difficulty or "-", str(t.metadata.get("category", "-")),
+                      f"{t.agent_timeout_sec:g}s", first[:70] + ("..." if len(first) > 70 else ""))
+    out.print(table)
+    for e in suite.errors:
+        err.print(f"[red]malformed task[/] {e.path}: {e.reason}")
+    ctx.exit(1 if suite.errors else 0)
+
+
+@tasks.command("check")
+@click.argument("paths", nargs=-1)
+@click.option("--backend", default=None, help="Sandbox backend (default from config: local).")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the results as JSON.")
+@click.pass_context
+def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None, concurrency: int | None,
+                json_path: str | None) -> None:
+    """Validate tasks: the oracle must pass every check, nop must not succeed.
+
+    PATHS are task directories or suites (default: the configured or built-in suite).
+    Exits 0 only if every task is valid.
+    """
+    _check_backend(backend)
+    engine = _engine(ctx)
+    unsubscribe = engine.bus.subscribe(_progress("?"))
+    try:
+        run_id, checks = engine.check_tasks(list(paths), backend=backend, concurrency=concurrency)
+    except SandboxError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        unsubscribe()
+    table = Table(title=f"tasks check (run {run_id})")
+    for col in ("task", "valid", "oracle", "nop", "reason"):
+        table.add_column(col)
+    for c in checks:
+        o = f"{c.oracle.checks_passed}/{c.oracle.checks_total}" if c.oracle else "-"
+        n = f"{c.nop.checks_passed}/{c.nop.checks_total}" if c.nop else "-"
+        table.add_row(c.task, "[green]yes[/]" if c.valid else "[red]NO[/]", o, n, c.reason)
+    out.print(table)
+    valid = sum(c.valid for c in checks)
+    out.print(f"{valid}/{len(checks)} tasks valid")
+    _write_json(json_path, {"run_id": run_id, "valid": valid == len(checks) and bool(checks),
+                            "tasks": [c.summary() for c in checks]})
+    ctx.exit(0 if checks and valid == len(checks) else 1)
+
+
+# -- eval -------------------------------------------------------------------------------------
+@cli.command("eval")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--agent", type=click.Choice(sorted(SCRIPTED_AGENTS)), required=True,
+              help="oracle runs solution/solve.sh; nop does nothing.")
+@click.option("--backend", default=None, help="Sandbox backend (default from config: local).")
+@click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
+@click.option("--attempts", type=click.IntRange(1, 100), default=1, help="Episodes per task.")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
+@click.option("--json", "json_path", metavar="FILE", default=None,
+              help="Write {results: [...], summary: {success_rate, ...}} as JSON.")
+@click.pass_context
+def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: str | None, split: str | None,
+             attempts: int, concurrency: int | None, json_path: str | None) -> None:
+    """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite."""
+    _check_backend(backend)
+    engine = _engine(ctx)
+    unsubscribe = engine.bus.subscribe(_progress("?"))
+    try:
+        report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
+                                        attempts=attempts, split=split)
+    except SandboxError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        unsubscribe()
+    for e in suite.errors:
+        err.print(f"[red]skipped malformed task[/] {e.path}: {e.reason}")
+    table = Table(title=f"eval {agent} (run {report.run_id})")
+    for col in ("task", "split", "status", "success", "checks", "reward", "time"):
+        table.add_column(col)
+    for r in report.results:
+        table.add_row(r.task, r.split or "-", r.status, "yes" if r.success else "no",
+                      f"{r.checks_passed}/{r.checks_total}", "-" if r.reward is None else f"{r.reward:.2f}",
+                      f"{r.duration_s:.1f}s")
+    out.print(table)
+    s = report.summary
+    rate = "n/a" if s["success_rate"] is None else f"{s['success_rate']:.1%}"
+    out.print(f"success rate {rate} ({s['successes']}/{s['scored']} scored episodes; "
+              f"{s['infra_errors']} infrastructure errors)")
+    _write_json(json_path, report.to_json())
+
+
+# -- runs / config ----------------------------------------------------------------------------
+@cli.command("runs")
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.pass_context
+def runs_cmd(ctx: click.Context, limit: int) -> None:
+    """List stored runs, newest first."""
+    table = Table(title="runs")
+    table.add_column("id", no_wrap=True)
+    for col in ("kind", "agent", "status", "episodes", "success rate"):
+        table.add_column(col)
+    for r in _engine(ctx).store.runs(limit):
+        rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
+        table.add_row(r.id, r.kind, r.agent, r.status, str(r.summary.get("episodes", r.total)), rate)
+    out.print(table)
+
+
+@cli.group()
+def config() -> None:
+    """Show or create the configuration file."""
+
+
+@config.command("path")
+@click.pass_context
+def config_path(ctx: click.Context) -> None:
+    """Print where the config file and the database live."""
+    paths = resolve_paths(ctx.find_root().obj.get("home"))
+    out.print(f"config   {paths.config_file}\ndatabase {paths.database}")
+
+
+@config.command("show")
+@click.pass_context
+def config_show(ctx: click.Context) -> None:
+    """Print the effective configuration as JSON."""
+    out.print_json(json.dumps(_engine(ctx).config.model_dump()))
+
+
+@config.command("init")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.pass_context
+def config_init(ctx: click.Context, force: bool) -> None:
+    """Write a commented config file with the defaults."""
+    paths = resolve_paths(ctx.find_root().obj.get("home")).ensure()
+    if paths.config_file.exists() and not force:
+        raise click.ClickException(f"{paths.config_file} exists (use --force to overwrite)")
+    paths.config_file.write_text(DEFAULT_CONFIG_TOML)
+    out.print(f"wrote {paths.config_file}")
+
+
+def main() -> None:
+    try:
+        cli(obj={})
+    except KeyboardInterrupt:
+        err.print("interrupted: sandboxes stopped, finished episodes are stored")
+        sys.exit(130)
