@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cp /app/garnet.cfg /app/xenon.cfg

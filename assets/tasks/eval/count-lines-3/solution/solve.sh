@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+wc -l < /app/quartz.log > /app/lines.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+sed -i 's/yarrow/fjord/g' /app/notes.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+awk -F, 'NR>1 {s+=$3} END {print s}' /app/orders.csv > /app/sum.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+tar -czf /app/backup.tar.gz -C /app project

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cp /app/umber.cfg /app/ember.cfg

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+cp /app/juniper.cfg /app/willow.cfg

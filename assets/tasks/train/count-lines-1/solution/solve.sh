@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+wc -l < /app/birch.log > /app/lines.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+wc -l < /app/lumen.log > /app/count.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+grep -cw DENIED /app/service.log > /app/matches.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+sed -i 's/print(total \/\/ len(values))/print(total \/ len(values))/' /app/stats.py

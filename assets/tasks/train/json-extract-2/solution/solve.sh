@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+python3 -c "import json; print(json.load(open('/app/config.json'))['database']['user'])" > /app/value.txt

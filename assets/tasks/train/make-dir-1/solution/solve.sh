@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+mkdir -p /app/yarrow/nectar/violet

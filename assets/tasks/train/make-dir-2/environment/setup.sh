@@ -1,0 +1,4 @@
+#!/bin/bash
+# Runs as root in the sandbox before the agent starts.
+set -e
+mkdir -p /app

@@ -1,0 +1,3 @@
+#!/bin/bash
+set -e
+sed -i 's/fjord/indigo/g' /app/notes.txt
