@@ -136,21 +136,22 @@ def copy_file(rng: random.Random, k: int) -> TaskSpec:
 # Easy tier: one pipeline.
 # ---------------------------------------------------------------------------------------------
 def count_matches(rng: random.Random, k: int) -> TaskSpec:
-    word = rng.choice(["ERROR", "WARN", "TIMEOUT", "DENIED"])
+    word = ("ERROR", "WARN", "TIMEOUT")[k]
+    log = f"/app/{('service', 'gateway', 'worker')[k]}.log"
     levels = ["INFO", "DEBUG", word, "NOTICE"]
     rows = [f"2026-11-{rng.randint(10, 28)} {rng.choice(levels)} {rng.choice(WORDS)} request {i}" for i in range(60)]
     expected = sum(1 for r in rows if word in r.split())
     out = "/app/matches.txt"
     return TaskSpec(
         name=f"count-matches-{k + 1}",
-        instruction=f"The log /app/service.log has one event per line. Count the lines that contain "
+        instruction=f"The log {log} has one event per line. Count the lines that contain "
                     f"the word {word} and write that number alone to {out}.\n",
-        setup="mkdir -p /app\ncat > /app/service.log <<'DATA'\n" + "\n".join(rows) + "\nDATA\n",
-        solve=f"grep -cw {word} /app/service.log > {out}\n",
+        setup=f"mkdir -p /app\ncat > {log} <<'DATA'\n" + "\n".join(rows) + "\nDATA\n",
+        solve=f"grep -cw {word} {log} > {out}\n",
         checks=[
             ("output_exists", f"test -f {out}"),
             ("count_correct", f'test "$(tr -d "[:space:]" < {out})" = {expected}'),
-            ("log_unchanged", 'test "$(wc -l < /app/service.log)" -eq 60'),
+            ("log_unchanged", f'test "$(wc -l < {log})" -eq 60'),
         ],
         difficulty="easy", category="text-processing", tags=["grep"], agent_timeout=180,
     )
@@ -159,7 +160,8 @@ def count_matches(rng: random.Random, k: int) -> TaskSpec:
 def sort_unique(rng: random.Random, k: int) -> TaskSpec:
     names = [rng.choice(WORDS).capitalize() + rng.choice(["son", "ley", "ton", "ford"]) for _ in range(25)]
     uniq = sorted(set(names))
-    src, out = "/app/names.txt", "/app/sorted.txt"
+    src, out = (("/app/names.txt", "/app/sorted.txt"), ("/app/guests.txt", "/app/guests_sorted.txt"),
+                ("/app/cities.txt", "/app/unique_cities.txt"))[k]
     return TaskSpec(
         name=f"sort-unique-{k + 1}",
         instruction=f"Write the lines of {src} to {out} sorted alphabetically with duplicate lines removed.\n",
@@ -204,21 +206,22 @@ def replace_word(rng: random.Random, k: int) -> TaskSpec:
 
 def sum_column(rng: random.Random, k: int) -> TaskSpec:
     cols = ["id", "item", "qty", "price"]
-    target = rng.choice(["qty", "price"])
+    target = ("qty", "price", "qty")[k]
+    csv_path = f"/app/{('orders', 'sales', 'stock')[k]}.csv"
     rows = [[str(i), rng.choice(WORDS), str(rng.randint(1, 50)), str(rng.randint(100, 9999))] for i in range(1, 31)]
     idx = cols.index(target)
     total = sum(int(r[idx]) for r in rows)
     csv = ",".join(cols) + "\n" + "\n".join(",".join(r) for r in rows) + "\n"
     return TaskSpec(
         name=f"sum-column-{k + 1}",
-        instruction=f"/app/orders.csv is a CSV file with a header row. Compute the sum of the '{target}' "
+        instruction=f"{csv_path} is a CSV file with a header row. Compute the sum of the '{target}' "
                     "column and write the number alone to /app/sum.txt.\n",
-        setup=f"mkdir -p /app\ncat > /app/orders.csv <<'DATA'\n{csv}DATA\n",
-        solve=f"awk -F, 'NR>1 {{s+=${idx + 1}}} END {{print s}}' /app/orders.csv > /app/sum.txt\n",
+        setup=f"mkdir -p /app\ncat > {csv_path} <<'DATA'\n{csv}DATA\n",
+        solve=f"awk -F, 'NR>1 {{s+=${idx + 1}}} END {{print s}}' {csv_path} > /app/sum.txt\n",
         checks=[
             ("output_exists", "test -f /app/sum.txt"),
             ("sum_correct", f'test "$(tr -d "[:space:]" < /app/sum.txt)" = {total}'),
-            ("csv_unchanged", 'test "$(wc -l < /app/orders.csv)" -eq 31'),
+            ("csv_unchanged", f'test "$(wc -l < {csv_path})" -eq 31'),
         ],
         difficulty="easy", category="data-processing", tags=["awk", "csv"], agent_timeout=180,
     )
@@ -229,30 +232,34 @@ def sum_column(rng: random.Random, k: int) -> TaskSpec:
 # ---------------------------------------------------------------------------------------------
 def rename_ext(rng: random.Random, k: int) -> TaskSpec:
     names = rng.sample(WORDS, rng.randint(3, 6))
-    setup = "mkdir -p /app/notes\n" + "".join(f"echo {q(n + ' note')} > /app/notes/{n}.txt\n" for n in names)
-    setup += "echo keep > /app/notes/readme.rst\n"
+    folder = f"/app/{('notes', 'docs', 'drafts')[k]}"
+    old, new = (("txt", "md"), ("log", "txt"), ("draft", "md"))[k]
+    setup = f"mkdir -p {folder}\n" + "".join(f"echo {q(n + ' note')} > {folder}/{n}.{old}\n" for n in names)
+    setup += f"echo keep > {folder}/readme.rst\n"
     checks = [
-        ("no_txt_left", "test -z \"$(find /app/notes -name '*.txt')\""),
-        ("all_md_present", " && ".join(f"test -f /app/notes/{n}.md" for n in names)),
-        ("contents_kept", " && ".join(f'test "$(cat /app/notes/{n}.md)" = {q(n + " note")}' for n in names)),
-        ("other_files_untouched", "test -f /app/notes/readme.rst"),
+        (f"no_{old}_left", f"test -z \"$(find {folder} -name '*.{old}')\""),
+        (f"all_{new}_present", " && ".join(f"test -f {folder}/{n}.{new}" for n in names)),
+        ("contents_kept", " && ".join(f'test "$(cat {folder}/{n}.{new})" = {q(n + " note")}' for n in names)),
+        ("other_files_untouched", f"test -f {folder}/readme.rst"),
     ]
     return TaskSpec(
         name=f"rename-ext-{k + 1}",
-        instruction="Rename every file ending in .txt in /app/notes so that it ends in .md instead "
-                    "(notes.txt becomes notes.md). Leave all other files alone.\n",
+        instruction=f"Rename every file ending in .{old} in {folder} so that it ends in .{new} instead "
+                    f"(a.{old} becomes a.{new}). Leave all other files alone.\n",
         setup=setup,
-        solve="cd /app/notes && for f in *.txt; do mv \"$f\" \"${f%.txt}.md\"; done\n",
+        solve=f"cd {folder} && for f in *.{old}; do mv \"$f\" \"${{f%.{old}}}.{new}\"; done\n",
         checks=checks, difficulty="medium", category="file-operations", tags=["mv", "loops"], agent_timeout=240,
     )
 
 
 def find_largest(rng: random.Random, k: int) -> TaskSpec:
     dirs = rng.sample(WORDS, 3)
+    base = f"/app/{('data', 'assets', 'cache')[k]}"
+    out = f"/app/{('largest', 'biggest', 'max_file')[k]}.txt"
     files = []
     for d in dirs:
         for w in rng.sample(WORDS, 3):
-            files.append((f"/app/data/{d}/{w}.bin", rng.randint(100, 5000)))
+            files.append((f"{base}/{d}/{w}.bin", rng.randint(100, 5000)))
     sizes = [s for _, s in files]
     while len(set(sizes)) != len(sizes):  # a unique largest file keeps the answer unambiguous
         files = [(p, rng.randint(100, 5000)) for p, _ in files]
@@ -262,14 +269,14 @@ def find_largest(rng: random.Random, k: int) -> TaskSpec:
     setup += "".join(f"head -c {s} /dev/zero > {p}\n" for p, s in files)
     return TaskSpec(
         name=f"find-largest-{k + 1}",
-        instruction="Find the largest regular file anywhere under /app/data and write its absolute path "
-                    "alone to /app/largest.txt.\n",
+        instruction=f"Find the largest regular file anywhere under {base} and write its absolute path "
+                    f"alone to {out}.\n",
         setup=setup,
-        solve="find /app/data -type f -printf '%s %p\\n' | sort -n | tail -1 | cut -d' ' -f2 > /app/largest.txt\n",
+        solve=f"find {base} -type f -printf '%s %p\\n' | sort -n | tail -1 | cut -d' ' -f2 > {out}\n",
         checks=[
-            ("output_exists", "test -f /app/largest.txt"),
-            ("path_correct", f'test "$(tr -d "[:space:]" < /app/largest.txt)" = {largest}'),
-            ("data_untouched", f'test "$(find /app/data -type f | wc -l)" -eq {len(files)}'),
+            ("output_exists", f"test -f {out}"),
+            ("path_correct", f'test "$(tr -d "[:space:]" < {out})" = {largest}'),
+            ("data_untouched", f'test "$(find {base} -type f | wc -l)" -eq {len(files)}'),
         ],
         difficulty="medium", category="file-operations", tags=["find", "sort"], agent_timeout=240,
     )
@@ -279,7 +286,7 @@ def json_extract(rng: random.Random, k: int) -> TaskSpec:
     port = rng.randint(2000, 9000)
     user = rng.choice(WORDS)
     replicas = rng.randint(2, 9)
-    key, value = rng.choice([("server.port", str(port)), ("database.user", user), ("deploy.replicas", str(replicas))])
+    key, value = (("server.port", str(port)), ("database.user", user), ("deploy.replicas", str(replicas)))[k]
     doc = (
         "{\n"
         f'  "server": {{"host": "0.0.0.0", "port": {port}, "tls": false}},\n'
@@ -324,22 +331,24 @@ def greet_script(rng: random.Random, k: int) -> TaskSpec:
 
 
 def tar_archive(rng: random.Random, k: int) -> TaskSpec:
-    files = {f"project/{w}.txt": f"{w} {rng.randint(1, 999)}" for w in rng.sample(WORDS, 4)}
-    files["project/src/main.c"] = "int main(void) { return 0; }"
-    setup = "mkdir -p /app/project/src\n" + "".join(f"echo {q(c)} > /app/{p}\n" for p, c in files.items())
+    top = ("project", "website", "service")[k]
+    archive = f"/app/{('backup.tar.gz', 'site.tgz', 'service-archive.tar.gz')[k]}"
+    files = {f"{top}/{w}.txt": f"{w} {rng.randint(1, 999)}" for w in rng.sample(WORDS, 4)}
+    files[f"{top}/src/main.c"] = "int main(void) { return 0; }"
+    setup = f"mkdir -p /app/{top}/src\n" + "".join(f"echo {q(c)} > /app/{p}\n" for p, c in files.items())
     list_check = " && ".join(f"grep -qx {q(p)} /tmp/listing" for p in files)
     content_check = " && ".join(
-        f'test "$(tar -xzOf /app/backup.tar.gz {p})" = {q(c)}' for p, c in list(files.items())[:2])
+        f'test "$(tar -xzOf {archive} {p})" = {q(c)}' for p, c in list(files.items())[:2])
     return TaskSpec(
         name=f"tar-archive-{k + 1}",
-        instruction="Create a gzip-compressed tar archive /app/backup.tar.gz of the directory "
-                    "/app/project. Paths inside the archive must start with 'project/'.\n",
+        instruction=f"Create a gzip-compressed tar archive {archive} of the directory "
+                    f"/app/{top}. Paths inside the archive must start with '{top}/'.\n",
         setup=setup,
-        solve="tar -czf /app/backup.tar.gz -C /app project\n",
+        solve=f"tar -czf {archive} -C /app {top}\n",
         checks=[
-            ("archive_exists", "test -f /app/backup.tar.gz"),
-            ("is_gzip_tar", "tar -tzf /app/backup.tar.gz > /dev/null"),
-            ("all_files_inside", f"tar -tzf /app/backup.tar.gz | sed 's|^\\./||' > /tmp/listing && {list_check}"),
+            ("archive_exists", f"test -f {archive}"),
+            ("is_gzip_tar", f"tar -tzf {archive} > /dev/null"),
+            ("all_files_inside", f"tar -tzf {archive} | sed 's|^\\./||' > /tmp/listing && {list_check}"),
             ("contents_match", content_check),
         ],
         difficulty="medium", category="file-operations", tags=["tar", "gzip"], agent_timeout=240,
@@ -358,6 +367,7 @@ BUGGY_STATS = {
 
 def fix_bug(rng: random.Random, k: int) -> TaskSpec:
     bug = list(BUGGY_STATS)[k % len(BUGGY_STATS)]
+    prog = f"/app/{('stats', 'mean', 'average')[k]}.py"
     wrong, right = BUGGY_STATS[bug]
     program = textwrap.dedent("""\
         import sys
@@ -380,22 +390,22 @@ def fix_bug(rng: random.Random, k: int) -> TaskSpec:
         if sum(nums) % len(nums) == 0:
             continue  # an integer mean would hide the integer-division bug
         cases.append((nums, sum(nums) / len(nums)))
-    checks = [("program_present", "test -f /app/stats.py")]
+    checks = [("program_present", f"test -f {prog}")]
     for i, (nums, mean) in enumerate(cases):
         data = "\\n".join(str(n) for n in nums)
         checks.append((
             f"mean_case_{i + 1}",
             f"printf '{data}\\n' > /tmp/case{i}.txt && "
             f"python3 -c 'import sys; v=float(sys.argv[1]); assert abs(v-{mean!r})<1e-6' "
-            f'"$(timeout 10 python3 /app/stats.py /tmp/case{i}.txt)"',
+            f'"$(timeout 10 python3 {prog} /tmp/case{i}.txt)"',
         ))
     return TaskSpec(
         name=f"fix-bug-{k + 1}",
-        instruction="`python3 /app/stats.py FILE` should print the arithmetic mean of the numbers in FILE "
+        instruction=f"`python3 {prog} FILE` should print the arithmetic mean of the numbers in FILE "
                     "(one number per line), but it prints wrong results. Find and fix the bug in "
-                    "/app/stats.py.\n",
-        setup=f"mkdir -p /app\ncat > /app/stats.py <<'EOF'\n{program}EOF\nprintf '2\\n4\\n9\\n' > /app/sample.txt\n",
-        solve=f"sed -i {q(f's/{_sed_escape(wrong)}/{_sed_escape(right)}/')} /app/stats.py\n",
+                    f"{prog}.\n",
+        setup=f"mkdir -p /app\ncat > {prog} <<'EOF'\n{program}EOF\nprintf '2\\n4\\n9\\n' > /app/sample.txt\n",
+        solve=f"sed -i {q(f's/{_sed_escape(wrong)}/{_sed_escape(right)}/')} {prog}\n",
         checks=checks, difficulty="hard", category="debugging", tags=["python", "debugging"], agent_timeout=400,
     )
 
@@ -443,8 +453,8 @@ WORDFREQ_TEXTS = [
 
 
 def word_freq(rng: random.Random, k: int) -> TaskSpec:
-    n = rng.choice([2, 3])
-    script = "/app/topwords.sh"
+    n = (2, 3, 4)[k]
+    script = f"/app/{('topwords', 'wordfreq', 'common_words')[k]}.sh"
     checks = [("script_executable", f"test -x {script}")]
     texts = rng.sample(WORDFREQ_TEXTS, 2)
     for i, text in enumerate(texts):

@@ -138,11 +138,12 @@ class LocalSandbox(Sandbox):
             if self._stopped:
                 return
             self._stopped = True
+        if self._init_pid is not None:
+            # pid 1 of the namespace: when it dies the kernel kills every process inside. It goes
+            # first so each nsenter is still there to reap its own child (see shell.terminate).
+            kill_pids([self._init_pid])
         if self._session is not None:
             self._session.kill()
-        if self._init_pid is not None:
-            # pid 1 of the namespace: when it dies the kernel kills every process inside.
-            kill_pids([self._init_pid])
         if self._bwrap is not None:
             kill_pids([self._bwrap.pid])
             try:
@@ -251,7 +252,7 @@ class LocalSandbox(Sandbox):
         # nsenter's --wd resolves on the host side, so change directory inside the shell.
         script = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
         argv = self._nsenter(["/bin/bash", "--noprofile", "--norc", "-c", script])
-        result = run_streamed(argv, self._env(env), timeout, self._emitter(channel), _kill_tree)
+        result = run_streamed(argv, self._env(env), timeout, self._emitter(channel))
         self.emit(OutputChunk(channel, "exit", _exit_text(result)))
         return result
 

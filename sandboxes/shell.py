@@ -18,6 +18,7 @@ import time
 from typing import Callable, Sequence
 
 from sandboxes.base import ExecResult
+from sandboxes.procs import descendants, kill_pids
 
 Emit = Callable[[str], None]
 
@@ -83,6 +84,17 @@ class _Capture:
         return head + tail
 
 
+def _marker_holdback(window: bytearray, prefix: bytes) -> int:
+    """How many trailing bytes might be the start of the end marker (and must wait)."""
+    at = window.find(prefix)
+    if at >= 0:
+        return len(window) - at
+    for n in range(min(len(prefix) - 1, len(window)), 0, -1):
+        if window.endswith(prefix[:n]):
+            return n
+    return 0
+
+
 class PipeShell:
     """One bash process speaking the marker protocol. Not thread-safe: one command at a time."""
 
@@ -136,7 +148,7 @@ class PipeShell:
         start = time.monotonic()
         nonce = secrets.token_hex(8)
         marker = re.compile(rb"\n__TRSI_" + nonce.encode() + rb"_(\d+)__\n")
-        prefix_len = len(nonce) + 16
+        marker_prefix = b"\n__TRSI_" + nonce.encode() + b"_"
         payload = (
             f"eval {shell_quote(command)} </dev/null\n"
             f"builtin printf '\\n__TRSI_{nonce}_%d__\\n' \"$?\"\n"
@@ -175,9 +187,8 @@ class PipeShell:
                         time.monotonic() - start,
                         truncated=capture.truncated,
                     )
-                # Hold back a possible partial marker at the end of the window.
-                keep = min(len(window), prefix_len + 24)
-                capture.add(bytes(window[:-keep]) if keep else bytes(window))
+                keep = _marker_holdback(window, marker_prefix)
+                capture.add(bytes(window[: len(window) - keep]))
                 del window[: len(window) - keep]
             if eof:
                 capture.add(bytes(window))
@@ -201,14 +212,7 @@ class PipeShell:
                     )
 
     def kill(self) -> None:
-        try:
-            self.proc.kill()
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        terminate(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 if stream:
@@ -217,12 +221,30 @@ class PipeShell:
                 pass
 
 
+def terminate(proc: subprocess.Popen) -> None:
+    """Kill a process tree children first, so the direct child reaps them before it dies.
+
+    Order matters with nsenter: a child orphaned inside a pid namespace is re-parented to the
+    host's init, which on some machines never reaps it; the zombie then keeps the namespace's
+    init from exiting.
+    """
+    kill_pids(list(reversed(descendants(proc.pid))))
+    try:
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def run_streamed(
     argv: Sequence[str],
     env: dict[str, str],
     timeout: float,
     emit: Emit,
-    on_timeout: Callable[[subprocess.Popen], None],
+    on_timeout: Callable[[subprocess.Popen], None] = terminate,
 ) -> ExecResult:
     """Run a one-shot command to completion, streaming its merged output."""
     start = time.monotonic()
@@ -254,11 +276,6 @@ def run_streamed(
     except subprocess.TimeoutExpired:
         timed_out = True
         on_timeout(proc)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         code = None
     # A background process that inherited the pipe may keep it open: don't wait for it forever.
     reader.join(timeout=2.0)

@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-grep -cw DENIED /app/service.log > /app/matches.txt
+grep -cw TIMEOUT /app/worker.log > /app/matches.txt

@@ -6,6 +6,6 @@ cat > /app/config.json <<'DATA'
 {
   "server": {"host": "0.0.0.0", "port": 5194, "tls": false},
   "database": {"user": "harbor", "pool": {"min": 1, "max": 6}},
-  "deploy": {"replicas": 3, "region": "birch"}
+  "deploy": {"replicas": 3, "region": "tundra"}
 }
 DATA

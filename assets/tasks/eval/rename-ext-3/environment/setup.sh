@@ -1,9 +1,9 @@
 #!/bin/bash
 # Runs as root in the sandbox before the agent starts.
 set -e
-mkdir -p /app/notes
-echo 'maple note' > /app/notes/maple.txt
-echo 'sierra note' > /app/notes/sierra.txt
-echo 'pepper note' > /app/notes/pepper.txt
-echo 'yarrow note' > /app/notes/yarrow.txt
-echo keep > /app/notes/readme.rst
+mkdir -p /app/drafts
+echo 'maple note' > /app/drafts/maple.draft
+echo 'sierra note' > /app/drafts/sierra.draft
+echo 'pepper note' > /app/drafts/pepper.draft
+echo 'yarrow note' > /app/drafts/yarrow.draft
+echo keep > /app/drafts/readme.rst

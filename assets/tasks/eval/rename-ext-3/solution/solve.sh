@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-cd /app/notes && for f in *.txt; do mv "$f" "${f%.txt}.md"; done
+cd /app/drafts && for f in *.draft; do mv "$f" "${f%.draft}.md"; done

@@ -10,10 +10,10 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check no_txt_left 'test -z "$(find /app/notes -name '\''*.txt'\'')"'
-check all_md_present 'test -f /app/notes/maple.md && test -f /app/notes/sierra.md && test -f /app/notes/pepper.md && test -f /app/notes/yarrow.md'
-check contents_kept 'test "$(cat /app/notes/maple.md)" = '\''maple note'\'' && test "$(cat /app/notes/sierra.md)" = '\''sierra note'\'' && test "$(cat /app/notes/pepper.md)" = '\''pepper note'\'' && test "$(cat /app/notes/yarrow.md)" = '\''yarrow note'\'''
-check other_files_untouched 'test -f /app/notes/readme.rst'
+check no_draft_left 'test -z "$(find /app/drafts -name '\''*.draft'\'')"'
+check all_md_present 'test -f /app/drafts/maple.md && test -f /app/drafts/sierra.md && test -f /app/drafts/pepper.md && test -f /app/drafts/yarrow.md'
+check contents_kept 'test "$(cat /app/drafts/maple.md)" = '\''maple note'\'' && test "$(cat /app/drafts/sierra.md)" = '\''sierra note'\'' && test "$(cat /app/drafts/pepper.md)" = '\''pepper note'\'' && test "$(cat /app/drafts/yarrow.md)" = '\''yarrow note'\'''
+check other_files_untouched 'test -f /app/drafts/readme.rst'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

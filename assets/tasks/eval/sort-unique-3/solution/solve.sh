@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-sort -u /app/names.txt > /app/sorted.txt
+sort -u /app/cities.txt > /app/unique_cities.txt

@@ -10,11 +10,11 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check output_exists 'test -f /app/sorted.txt'
-check is_sorted 'LC_ALL=C sort -c /app/sorted.txt'
-check no_duplicates 'test -z "$(sort /app/sorted.txt | uniq -d)"'
-check same_names 'test "$(sort -u /app/names.txt | tr "\n" ,)" = "$(sort -u /app/sorted.txt | tr "\n" ,)"'
-check has_24_lines 'test "$(grep -c . /app/sorted.txt)" -eq 24'
+check output_exists 'test -f /app/unique_cities.txt'
+check is_sorted 'LC_ALL=C sort -c /app/unique_cities.txt'
+check no_duplicates 'test -z "$(sort /app/unique_cities.txt | uniq -d)"'
+check same_names 'test "$(sort -u /app/cities.txt | tr "\n" ,)" = "$(sort -u /app/unique_cities.txt | tr "\n" ,)"'
+check has_24_lines 'test "$(grep -c . /app/unique_cities.txt)" -eq 24'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-awk -F, 'NR>1 {s+=$3} END {print s}' /app/orders.csv > /app/sum.txt
+awk -F, 'NR>1 {s+=$3} END {print s}' /app/stock.csv > /app/sum.txt

@@ -11,8 +11,8 @@ check() {
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
 check output_exists 'test -f /app/sum.txt'
-check sum_correct 'test "$(tr -d "[:space:]" < /app/sum.txt)" = 796'
-check csv_unchanged 'test "$(wc -l < /app/orders.csv)" -eq 31'
+check sum_correct 'test "$(tr -d "[:space:]" < /app/sum.txt)" = 828'
+check csv_unchanged 'test "$(wc -l < /app/stock.csv)" -eq 31'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -10,10 +10,10 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check archive_exists 'test -f /app/backup.tar.gz'
-check is_gzip_tar 'tar -tzf /app/backup.tar.gz > /dev/null'
-check all_files_inside 'tar -tzf /app/backup.tar.gz | sed '\''s|^\./||'\'' > /tmp/listing && grep -qx '\''project/juniper.txt'\'' /tmp/listing && grep -qx '\''project/zephyr.txt'\'' /tmp/listing && grep -qx '\''project/sierra.txt'\'' /tmp/listing && grep -qx '\''project/yarrow.txt'\'' /tmp/listing && grep -qx '\''project/src/main.c'\'' /tmp/listing'
-check contents_match 'test "$(tar -xzOf /app/backup.tar.gz project/juniper.txt)" = '\''juniper 974'\'' && test "$(tar -xzOf /app/backup.tar.gz project/zephyr.txt)" = '\''zephyr 247'\'''
+check archive_exists 'test -f /app/service-archive.tar.gz'
+check is_gzip_tar 'tar -tzf /app/service-archive.tar.gz > /dev/null'
+check all_files_inside 'tar -tzf /app/service-archive.tar.gz | sed '\''s|^\./||'\'' > /tmp/listing && grep -qx '\''service/juniper.txt'\'' /tmp/listing && grep -qx '\''service/zephyr.txt'\'' /tmp/listing && grep -qx '\''service/sierra.txt'\'' /tmp/listing && grep -qx '\''service/yarrow.txt'\'' /tmp/listing && grep -qx '\''service/src/main.c'\'' /tmp/listing'
+check contents_match 'test "$(tar -xzOf /app/service-archive.tar.gz service/juniper.txt)" = '\''juniper 974'\'' && test "$(tar -xzOf /app/service-archive.tar.gz service/zephyr.txt)" = '\''zephyr 247'\'''
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -10,13 +10,15 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check script_executable 'test -x /app/topwords.sh'
-check top_words_case_1 'printf '\''%s\n'\'' '\''to be or not to be that is the question to ask'\'' > /tmp/text0.txt && test "$(timeout 10 /app/topwords.sh /tmp/text0.txt | sed "s/^ *//")" = "$(printf '\''3 to
-2 be
-1 ask'\'')"'
-check top_words_case_2 'printf '\''%s\n'\'' '\''a b a c b a d e a c'\'' > /tmp/text1.txt && test "$(timeout 10 /app/topwords.sh /tmp/text1.txt | sed "s/^ *//")" = "$(printf '\''4 a
+check script_executable 'test -x /app/common_words.sh'
+check top_words_case_1 'printf '\''%s\n'\'' '\''a b a c b a d e a c'\'' > /tmp/text0.txt && test "$(timeout 10 /app/common_words.sh /tmp/text0.txt | sed "s/^ *//")" = "$(printf '\''4 a
 2 b
-2 c'\'')"'
+2 c
+1 d'\'')"'
+check top_words_case_2 'printf '\''%s\n'\'' '\''Red fish, blue fish; one fish, two fish! Red? Blue. red'\'' > /tmp/text1.txt && test "$(timeout 10 /app/common_words.sh /tmp/text1.txt | sed "s/^ *//")" = "$(printf '\''4 fish
+3 red
+2 blue
+1 one'\'')"'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

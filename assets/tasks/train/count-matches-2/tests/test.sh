@@ -12,7 +12,7 @@ check() {
 }
 check output_exists 'test -f /app/matches.txt'
 check count_correct 'test "$(tr -d "[:space:]" < /app/matches.txt)" = 11'
-check log_unchanged 'test "$(wc -l < /app/service.log)" -eq 60'
+check log_unchanged 'test "$(wc -l < /app/gateway.log)" -eq 60'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -10,9 +10,9 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check output_exists 'test -f /app/largest.txt'
-check path_correct 'test "$(tr -d "[:space:]" < /app/largest.txt)" = /app/data/birch/cobalt.bin'
-check data_untouched 'test "$(find /app/data -type f | wc -l)" -eq 9'
+check output_exists 'test -f /app/biggest.txt'
+check path_correct 'test "$(tr -d "[:space:]" < /app/biggest.txt)" = /app/assets/birch/cobalt.bin'
+check data_untouched 'test "$(find /app/assets -type f | wc -l)" -eq 9'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -2,7 +2,7 @@
 # Runs as root in the sandbox before the agent starts.
 set -e
 mkdir -p /app
-cat > /app/stats.py <<'EOF'
+cat > /app/mean.py <<'EOF'
 import sys
 
 

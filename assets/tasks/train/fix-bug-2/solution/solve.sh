@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-sed -i 's/print(total \/\/ len(values))/print(total \/ len(values))/' /app/stats.py
+sed -i 's/print(total \/\/ len(values))/print(total \/ len(values))/' /app/mean.py

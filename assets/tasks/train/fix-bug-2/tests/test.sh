@@ -10,10 +10,10 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check program_present 'test -f /app/stats.py'
-check mean_case_1 'printf '\''59\n30\n12\n56\n16\n59\n10\n'\'' > /tmp/case0.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-34.57142857142857)<1e-6'\'' "$(timeout 10 python3 /app/stats.py /tmp/case0.txt)"'
-check mean_case_2 'printf '\''25\n51\n58\n13\n52\n26\n28\n'\'' > /tmp/case1.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-36.142857142857146)<1e-6'\'' "$(timeout 10 python3 /app/stats.py /tmp/case1.txt)"'
-check mean_case_3 'printf '\''50\n14\n2\n60\n'\'' > /tmp/case2.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-31.5)<1e-6'\'' "$(timeout 10 python3 /app/stats.py /tmp/case2.txt)"'
+check program_present 'test -f /app/mean.py'
+check mean_case_1 'printf '\''59\n30\n12\n56\n16\n59\n10\n'\'' > /tmp/case0.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-34.57142857142857)<1e-6'\'' "$(timeout 10 python3 /app/mean.py /tmp/case0.txt)"'
+check mean_case_2 'printf '\''25\n51\n58\n13\n52\n26\n28\n'\'' > /tmp/case1.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-36.142857142857146)<1e-6'\'' "$(timeout 10 python3 /app/mean.py /tmp/case1.txt)"'
+check mean_case_3 'printf '\''50\n14\n2\n60\n'\'' > /tmp/case2.txt && python3 -c '\''import sys; v=float(sys.argv[1]); assert abs(v-31.5)<1e-6'\'' "$(timeout 10 python3 /app/mean.py /tmp/case2.txt)"'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -6,6 +6,6 @@ cat > /app/config.json <<'DATA'
 {
   "server": {"host": "0.0.0.0", "port": 4918, "tls": false},
   "database": {"user": "cobalt", "pool": {"min": 1, "max": 6}},
-  "deploy": {"replicas": 3, "region": "sierra"}
+  "deploy": {"replicas": 3, "region": "nectar"}
 }
 DATA

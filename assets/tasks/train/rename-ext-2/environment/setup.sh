@@ -1,10 +1,10 @@
 #!/bin/bash
 # Runs as root in the sandbox before the agent starts.
 set -e
-mkdir -p /app/notes
-echo 'garnet note' > /app/notes/garnet.txt
-echo 'sierra note' > /app/notes/sierra.txt
-echo 'violet note' > /app/notes/violet.txt
-echo 'nectar note' > /app/notes/nectar.txt
-echo 'zephyr note' > /app/notes/zephyr.txt
-echo keep > /app/notes/readme.rst
+mkdir -p /app/docs
+echo 'garnet note' > /app/docs/garnet.log
+echo 'sierra note' > /app/docs/sierra.log
+echo 'violet note' > /app/docs/violet.log
+echo 'nectar note' > /app/docs/nectar.log
+echo 'zephyr note' > /app/docs/zephyr.log
+echo keep > /app/docs/readme.rst

@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-cd /app/notes && for f in *.txt; do mv "$f" "${f%.txt}.md"; done
+cd /app/docs && for f in *.log; do mv "$f" "${f%.log}.txt"; done

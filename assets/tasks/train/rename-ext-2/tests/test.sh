@@ -10,10 +10,10 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check no_txt_left 'test -z "$(find /app/notes -name '\''*.txt'\'')"'
-check all_md_present 'test -f /app/notes/garnet.md && test -f /app/notes/sierra.md && test -f /app/notes/violet.md && test -f /app/notes/nectar.md && test -f /app/notes/zephyr.md'
-check contents_kept 'test "$(cat /app/notes/garnet.md)" = '\''garnet note'\'' && test "$(cat /app/notes/sierra.md)" = '\''sierra note'\'' && test "$(cat /app/notes/violet.md)" = '\''violet note'\'' && test "$(cat /app/notes/nectar.md)" = '\''nectar note'\'' && test "$(cat /app/notes/zephyr.md)" = '\''zephyr note'\'''
-check other_files_untouched 'test -f /app/notes/readme.rst'
+check no_log_left 'test -z "$(find /app/docs -name '\''*.log'\'')"'
+check all_txt_present 'test -f /app/docs/garnet.txt && test -f /app/docs/sierra.txt && test -f /app/docs/violet.txt && test -f /app/docs/nectar.txt && test -f /app/docs/zephyr.txt'
+check contents_kept 'test "$(cat /app/docs/garnet.txt)" = '\''garnet note'\'' && test "$(cat /app/docs/sierra.txt)" = '\''sierra note'\'' && test "$(cat /app/docs/violet.txt)" = '\''violet note'\'' && test "$(cat /app/docs/nectar.txt)" = '\''nectar note'\'' && test "$(cat /app/docs/zephyr.txt)" = '\''zephyr note'\'''
+check other_files_untouched 'test -f /app/docs/readme.rst'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

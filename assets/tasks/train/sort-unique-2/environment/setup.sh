@@ -2,7 +2,7 @@
 # Runs as root in the sandbox before the agent starts.
 set -e
 mkdir -p /app
-cat > /app/names.txt <<'DATA'
+cat > /app/guests.txt <<'DATA'
 Sierraton
 Umberford
 Xenonson

@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-sort -u /app/names.txt > /app/sorted.txt
+sort -u /app/guests.txt > /app/guests_sorted.txt

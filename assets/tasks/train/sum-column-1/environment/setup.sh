@@ -4,10 +4,10 @@ set -e
 mkdir -p /app
 cat > /app/orders.csv <<'DATA'
 id,item,qty,price
-1,birch,22,9568
-2,harbor,27,8756
-3,birch,36,2242
-4,zephyr,37,4674
+1,kelp,3,5663
+2,sierra,15,6876
+3,quartz,4,9213
+4,ember,37,4674
 5,onyx,3,1330
 6,cobalt,14,6417
 7,delta,15,7746

@@ -11,7 +11,7 @@ check() {
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
 check output_exists 'test -f /app/sum.txt'
-check sum_correct 'test "$(tr -d "[:space:]" < /app/sum.txt)" = 158227'
+check sum_correct 'test "$(tr -d "[:space:]" < /app/sum.txt)" = 700'
 check csv_unchanged 'test "$(wc -l < /app/orders.csv)" -eq 31'
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json

@@ -2,10 +2,10 @@
 # Runs as root in the sandbox before the agent starts.
 set -e
 mkdir -p /app
-cat > /app/orders.csv <<'DATA'
+cat > /app/sales.csv <<'DATA'
 id,item,qty,price
-1,willow,21,6185
-2,willow,44,2334
+1,delta,46,5354
+2,violet,24,2334
 3,violet,24,2047
 4,lumen,13,8118
 5,harbor,43,2531

@@ -1,3 +1,3 @@
 #!/bin/bash
 set -e
-tar -czf /app/backup.tar.gz -C /app project
+tar -czf /app/site.tgz -C /app website

@@ -10,10 +10,10 @@ check() {
   echo "$st $1"
   items="$items{\"name\":\"$1\",\"status\":\"$st\"},"
 }
-check archive_exists 'test -f /app/backup.tar.gz'
-check is_gzip_tar 'tar -tzf /app/backup.tar.gz > /dev/null'
-check all_files_inside 'tar -tzf /app/backup.tar.gz | sed '\''s|^\./||'\'' > /tmp/listing && grep -qx '\''project/zephyr.txt'\'' /tmp/listing && grep -qx '\''project/violet.txt'\'' /tmp/listing && grep -qx '\''project/ember.txt'\'' /tmp/listing && grep -qx '\''project/xenon.txt'\'' /tmp/listing && grep -qx '\''project/src/main.c'\'' /tmp/listing'
-check contents_match 'test "$(tar -xzOf /app/backup.tar.gz project/zephyr.txt)" = '\''zephyr 428'\'' && test "$(tar -xzOf /app/backup.tar.gz project/violet.txt)" = '\''violet 4'\'''
+check archive_exists 'test -f /app/site.tgz'
+check is_gzip_tar 'tar -tzf /app/site.tgz > /dev/null'
+check all_files_inside 'tar -tzf /app/site.tgz | sed '\''s|^\./||'\'' > /tmp/listing && grep -qx '\''website/zephyr.txt'\'' /tmp/listing && grep -qx '\''website/violet.txt'\'' /tmp/listing && grep -qx '\''website/ember.txt'\'' /tmp/listing && grep -qx '\''website/xenon.txt'\'' /tmp/listing && grep -qx '\''website/src/main.c'\'' /tmp/listing'
+check contents_match 'test "$(tar -xzOf /app/site.tgz website/zephyr.txt)" = '\''zephyr 428'\'' && test "$(tar -xzOf /app/site.tgz website/violet.txt)" = '\''violet 4'\'''
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

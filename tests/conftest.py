@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine.config import Config
+from engine.store import Store
+
+EXAMPLE_TASK = Path(__file__).resolve().parents[2] / "shared" / "examples" / "count-lines"
+
+CTRF_TEST = textwrap.dedent("""\
+    #!/bin/bash
+    mkdir -p /logs/verifier
+    pass=0; total=0; items=""
+    check() {
+      total=$((total+1))
+      if bash -c "$2" >/dev/null 2>&1; then st=passed; pass=$((pass+1)); else st=failed; fi
+      items="$items{\\"name\\":\\"$1\\",\\"status\\":\\"$st\\"},"
+    }
+    %s
+    printf '{"results":{"tests":[%%s]}}\\n' "${items%%,}" > /logs/verifier/ctrf.json
+    """)
+
+
+def ctrf_test(*checks: tuple[str, str]) -> str:
+    body = "\n".join(f"check {name} '{cmd}'" for name, cmd in checks)
+    return CTRF_TEST % body
+
+
+def write_task(
+    root: Path,
+    name: str,
+    *,
+    instruction: str = "Write hello to /app/out.txt.",
+    setup: str | None = "mkdir -p /app",
+    solve: str = "echo hello > /app/out.txt",
+    test: str | None = None,
+    toml: str = '[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n',
+) -> Path:
+    """A task directory in the native layout; pass None to leave a part out."""
+    d = root / name
+    (d / "tests").mkdir(parents=True)
+    (d / "solution").mkdir()
+    (d / "environment").mkdir()
+    if toml is not None:
+        (d / "task.toml").write_text(toml)
+    if instruction is not None:
+        (d / "instruction.md").write_text(instruction)
+    if setup is not None:
+        (d / "environment" / "setup.sh").write_text("#!/bin/bash\nset -e\n" + setup + "\n")
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\n" + solve + "\n")
+    if test is None:
+        test = ctrf_test(("out_exists", "test -f /app/out.txt"), ("out_is_hello", 'test "$(cat /app/out.txt)" = hello'))
+    (d / "tests" / "test.sh").write_text(test)
+    return d
+
+
+@pytest.fixture
+def config() -> Config:
+    return Config()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "trsi.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No test may touch the developer's real config or database.
+    monkeypatch.setenv("TRSI_HOME", str(tmp_path / "home"))

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, parse_config
+from engine.paths import resolve_paths
+
+
+def test_defaults_and_the_commented_template_agree():
+    assert parse_config(DEFAULT_CONFIG_TOML) == Config()
+
+
+def test_missing_file_means_defaults(tmp_path: Path):
+    assert load_config(tmp_path / "config.toml") == Config()
+
+
+def test_unknown_key_names_the_file_and_key(tmp_path: Path):
+    f = tmp_path / "config.toml"
+    f.write_text("[reward]\nalfa = 0.3\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(f)
+    assert str(f) in str(exc.value) and "reward.alfa: unknown key" in str(exc.value)
+
+
+def test_alpha_must_stay_below_one():
+    with pytest.raises(ConfigError, match="reward.alpha"):
+        parse_config("[reward]\nalpha = 1.0\n")
+
+
+def test_bad_toml_and_bad_types():
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        parse_config("[eval\n")
+    with pytest.raises(ConfigError, match="eval.concurrency"):
+        parse_config("[eval]\nconcurrency = 'many'\n")
+
+
+def test_home_overrides_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("TRSI_HOME", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    p = resolve_paths()
+    assert p.config_file == tmp_path / "cfg" / "trsi-tui" / "config.toml"
+    assert p.database == tmp_path / "data" / "trsi-tui" / "trsi.db"
+    monkeypatch.setenv("TRSI_HOME", str(tmp_path / "env-home"))
+    assert resolve_paths().database == tmp_path / "env-home" / "trsi.db"
+    assert resolve_paths(tmp_path / "flag").config_file == tmp_path / "flag" / "config.toml"
