@@ -13,13 +13,21 @@ from rich.table import Table
 from engine.agents import SCRIPTED_AGENTS
 from engine.api import Engine
 from engine.config import DEFAULT_CONFIG_TOML, ConfigError
-from engine.events import EpisodeFinished, Event
+from engine.events import EpisodeFinished, Event, RunStarted
 from engine.paths import resolve_paths
 from engine.store import StoreError
 from sandboxes import SandboxError, available_backends
 
-out = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, files) gets a wide console so tables are not cut to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    return table
 
 HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
 
@@ -42,16 +50,18 @@ def _check_backend(backend: str | None) -> None:
         )
 
 
-def _progress(total_hint: str):
-    done = {"n": 0}
+def _progress():
+    done = {"n": 0, "total": "?"}
 
     def on_event(event: Event) -> None:
-        if isinstance(event, EpisodeFinished):
+        if isinstance(event, RunStarted):
+            done["total"] = str(event.total_episodes)
+        elif isinstance(event, EpisodeFinished):
             r = event.result
             done["n"] += 1
             mark = "[green]PASS[/]" if r.success else ("[yellow]INFRA[/]" if not r.scored else "[red]FAIL[/]")
             reward = "-" if r.reward is None else f"{r.reward:.2f}"
-            err.print(f"  {done['n']:>3}/{total_hint} {mark} {r.task} ({r.agent}) "
+            err.print(f"  {done['n']:>3}/{done['total']} {mark} {r.task} ({r.agent}) "
                       f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s")
 
     return on_event
@@ -92,9 +102,8 @@ def tasks() -> None:
 def tasks_list(ctx: click.Context, path: str | None) -> None:
     """List the tasks under PATH (default: the configured or built-in suite)."""
     suite = _engine(ctx).load_suite(path)
-    table = Table(title=f"{len(suite.tasks)} tasks in {suite.root}")
-    for col in ("task", "split", "difficulty", "category", "agent timeout", "instruction"):
-        table.add_column(col)
+    table = _table(f"{len(suite.tasks)} tasks in {suite.root}",
+                   "task", "split", "difficulty", "category", "agent timeout", "instruction")
     for t in suite.tasks:
         first = t.instruction.splitlines()[0]
         table.add_row(t.name, t.split or "-", t.difficulty or "-", str(t.metadata.get("category", "-")),
@@ -120,16 +129,14 @@ def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None,
     """
     _check_backend(backend)
     engine = _engine(ctx)
-    unsubscribe = engine.bus.subscribe(_progress("?"))
+    unsubscribe = engine.bus.subscribe(_progress())
     try:
         run_id, checks = engine.check_tasks(list(paths), backend=backend, concurrency=concurrency)
     except SandboxError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()
-    table = Table(title=f"tasks check (run {run_id})")
-    for col in ("task", "valid", "oracle", "nop", "reason"):
-        table.add_column(col)
+    table = _table(f"tasks check (run {run_id})", "task", "valid", "oracle", "nop", "reason")
     for c in checks:
         o = f"{c.oracle.checks_passed}/{c.oracle.checks_total}" if c.oracle else "-"
         n = f"{c.nop.checks_passed}/{c.nop.checks_total}" if c.nop else "-"
@@ -159,7 +166,7 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: st
     """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite."""
     _check_backend(backend)
     engine = _engine(ctx)
-    unsubscribe = engine.bus.subscribe(_progress("?"))
+    unsubscribe = engine.bus.subscribe(_progress())
     try:
         report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
                                         attempts=attempts, split=split)
@@ -169,9 +176,8 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: st
         unsubscribe()
     for e in suite.errors:
         err.print(f"[red]skipped malformed task[/] {e.path}: {e.reason}")
-    table = Table(title=f"eval {agent} (run {report.run_id})")
-    for col in ("task", "split", "status", "success", "checks", "reward", "time"):
-        table.add_column(col)
+    table = _table(f"eval {agent} (run {report.run_id})",
+                   "task", "split", "status", "success", "checks", "reward", "time")
     for r in report.results:
         table.add_row(r.task, r.split or "-", r.status, "yes" if r.success else "no",
                       f"{r.checks_passed}/{r.checks_total}", "-" if r.reward is None else f"{r.reward:.2f}",
@@ -190,10 +196,7 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: st
 @click.pass_context
 def runs_cmd(ctx: click.Context, limit: int) -> None:
     """List stored runs, newest first."""
-    table = Table(title="runs")
-    table.add_column("id", no_wrap=True)
-    for col in ("kind", "agent", "status", "episodes", "success rate"):
-        table.add_column(col)
+    table = _table("runs", "id", "kind", "agent", "status", "episodes", "success rate")
     for r in _engine(ctx).store.runs(limit):
         rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
         table.add_row(r.id, r.kind, r.agent, r.status, str(r.summary.get("episodes", r.total)), rate)

@@ -1,0 +1,86 @@
+"""The `trsi-tui` command line: the contract later stages and CI rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from engine.store import Store
+from trsi_tui.cli import cli
+from tests.conftest import EXAMPLE_TASK, write_task
+
+
+def invoke(*args: str, home: Path):
+    return CliRunner().invoke(cli, ["--home", str(home), *args], obj={}, catch_exceptions=False)
+
+
+def test_tasks_list_shows_the_builtin_suite(tmp_path: Path):
+    r = invoke("tasks", "list", home=tmp_path)
+    assert r.exit_code == 0
+    assert "48 tasks" in r.output and "count-lines-1" in r.output
+
+
+def test_tasks_check_passes_on_a_valid_task_and_writes_json(tmp_path: Path):
+    out = tmp_path / "check.json"
+    r = invoke("tasks", "check", str(EXAMPLE_TASK), "--json", str(out), home=tmp_path)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert data["valid"] is True
+    assert data["tasks"][0]["oracle"]["success"] is True and data["tasks"][0]["nop"]["success"] is False
+
+
+def test_tasks_check_fails_on_an_invalid_or_malformed_task(tmp_path: Path):
+    suite = tmp_path / "suite"
+    write_task(suite, "trivially-solved", solve="true", setup="echo hello > /app/out.txt")
+    write_task(suite, "broken", instruction=None)
+    write_task(suite, "fine")
+    r = invoke("tasks", "check", str(suite), home=tmp_path)
+    assert r.exit_code == 1
+    assert "nop succeeded" in r.output and "missing instruction.md" in r.output
+    assert "1/3 tasks valid" in r.output
+
+
+def test_eval_json_contract_and_storage(tmp_path: Path):
+    out = tmp_path / "eval.json"
+    r = invoke("eval", "--tasks", str(EXAMPLE_TASK), "--agent", "nop", "--json", str(out), home=tmp_path)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    (result,) = data["results"]
+    assert {"task", "success", "checks_passed", "checks_total", "reward"} <= result.keys()
+    assert result["task"] == "count-lines" and result["success"] is False
+    assert data["summary"]["success_rate"] == 0.0
+    store = Store(tmp_path / "trsi.db")
+    (run,) = store.runs()
+    assert run.kind == "eval" and run.status == "finished"
+    assert store.episodes(run.id)[0].checks_total == 3
+
+
+def test_eval_split_and_concurrency(tmp_path: Path):
+    out = tmp_path / "eval.json"
+    r = invoke("eval", "--agent", "oracle", "--split", "eval", "-j", "4", "--json", str(out), home=tmp_path)
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert len(data["results"]) == 16 and data["summary"]["success_rate"] == 1.0
+    assert all(x["split"] == "eval" for x in data["results"])
+
+
+def test_unknown_backend_is_a_usage_error(tmp_path: Path):
+    r = invoke("eval", "--agent", "oracle", "--backend", "podman", home=tmp_path)
+    assert r.exit_code == 2 and "available backends: local" in r.output
+
+
+def test_broken_config_is_reported_not_a_traceback(tmp_path: Path):
+    (tmp_path / "config.toml").write_text("[sandbox]\nbakend = 'local'\n")
+    r = invoke("tasks", "list", home=tmp_path)
+    assert r.exit_code == 1
+    assert "sandbox.bakend: unknown key" in r.output and "Traceback" not in r.output
+
+
+def test_config_init_then_show(tmp_path: Path):
+    assert invoke("config", "init", home=tmp_path).exit_code == 0
+    assert (tmp_path / "config.toml").exists()
+    assert invoke("config", "init", home=tmp_path).exit_code == 1  # refuses to overwrite
+    shown = invoke("config", "show", home=tmp_path)
+    assert '"alpha": 0.5' in shown.output
