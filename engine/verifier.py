@@ -1,12 +1,13 @@
 """Run a task's verifier in a sandbox after the agent's turn and collect per-check results.
 
-The tests reach the sandbox only now, and /logs/verifier is wiped and recreated just before
-test.sh runs, through a clean system shell, so nothing the agent wrote there counts.
+The tests reach the sandbox only now, into fresh /tests and /logs/verifier directories that
+only the verifier's clean shell can see (on the local backend, a private mount namespace):
+nothing the agent wrote there, before or during verification, counts.
 """
 
 from __future__ import annotations
 
-import tempfile
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,7 +25,6 @@ from engine.verifier_results import (
 from sandboxes import Sandbox, SandboxError
 
 VerifierStatus = Literal["ok", "timeout", "error"]
-PREPARE = "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier /app"
 
 
 @dataclass(frozen=True)
@@ -83,32 +83,41 @@ def collect_checks(logs_dir: Path, output: str) -> tuple[list[CheckResult], str]
     raise VerifierParseError(f"the verifier produced no usable results ({detail})")
 
 
+# Close the usual ways an agent's leftovers could steer a Python verifier: user site-packages
+# (usercustomize.py under /root/.local), a module in the working directory shadowing pytest
+# (`python -m pytest` puts cwd first on sys.path), and conftest.py files above /tests.
+HARDENED_ENV = {
+    "PYTHONNOUSERSITE": "1",
+    "PYTHONSAFEPATH": "1",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTEST_ADDOPTS": "--confcutdir=/tests -p no:cacheprovider",
+}
+
+
 def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
+    """Run tests/test.sh in the sandbox's private verifier view and collect its checks."""
+    collected: Path | None = None
     try:
-        prep = sandbox.exec(PREPARE, timeout=60, channel="system")
-        if not prep.ok:
-            return VerifierOutcome("error", error=f"could not prepare /tests and /logs/verifier: {prep.output.strip()}")
-        sandbox.upload(task.tests_dir, "/tests")
-        run = sandbox.exec(
-            "bash /tests/test.sh", timeout=task.verifier_timeout_sec, channel="verifier",
-            cwd="/app", env=task.verifier_env,
+        run, collected = sandbox.exec_private(
+            "bash /tests/test.sh", timeout=task.verifier_timeout_sec, uploads={"/tests": task.tests_dir},
+            collect="/logs/verifier", channel="verifier", cwd="/app", env={**HARDENED_ENV, **task.verifier_env},
         )
-        if run.timed_out:
+        if run.timed_out or collected is None:
             return VerifierOutcome(
                 "timeout", output=run.output[-4000:], duration_s=run.duration_s,
                 error=f"verifier exceeded {task.verifier_timeout_sec:g}s",
             )
-        with tempfile.TemporaryDirectory(prefix="trsi-verifier-") as tmp:
-            sandbox.download("/logs/verifier", Path(tmp))
-            try:
-                checks, source = collect_checks(Path(tmp) / "verifier", run.output)
-            except VerifierParseError as exc:
-                return VerifierOutcome(
-                    "error", output=run.output[-4000:], error=str(exc),
-                    exit_code=run.exit_code, duration_s=run.duration_s,
-                )
+        try:
+            checks, source = collect_checks(collected, run.output)
+        except VerifierParseError as exc:
+            return VerifierOutcome(
+                "error", output=run.output[-4000:], error=str(exc), exit_code=run.exit_code, duration_s=run.duration_s,
+            )
         return VerifierOutcome(
             "ok", tuple(checks), source, run.output[-4000:], exit_code=run.exit_code, duration_s=run.duration_s,
         )
     except SandboxError as exc:
         return VerifierOutcome("error", error=f"sandbox failure during verification: {exc}")
+    finally:
+        if collected is not None:
+            shutil.rmtree(collected.parent, ignore_errors=True)

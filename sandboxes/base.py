@@ -70,6 +70,10 @@ class ExecResult:
 OutputListener = Callable[[OutputChunk], None]
 
 
+def shell_words(words: list[str]) -> list[str]:
+    return ["'" + w.replace("'", "'\\''") + "'" for w in words]
+
+
 class Sandbox(ABC):
     """One isolated environment. Use as a context manager so `stop()` always runs."""
 
@@ -128,6 +132,40 @@ class Sandbox(ABC):
         env: dict[str, str] | None = None,
     ) -> ExecResult:
         """Run in a fresh, clean shell that shares the sandbox but none of the session's state."""
+
+    def exec_private(
+        self,
+        command: str,
+        timeout: float,
+        *,
+        uploads: dict[str, Path],
+        collect: str,
+        channel: Channel = "verifier",
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> tuple[ExecResult, Path | None]:
+        """Run `command` in a clean shell that alone sees fresh directories at the `uploads`
+        destinations (filled from the host) and at `collect` (empty); return the result and a
+        host copy of `collect` afterwards (None if the command timed out).
+
+        This base version uses the shared view: the directories are wiped and recreated, but other
+        processes in the sandbox could still touch them while the command runs. Backends that can
+        give the command its own mount namespace override it.
+        """
+        import tempfile
+
+        dests = " ".join(shell_words([*uploads, collect]))
+        prep = self.exec(f"rm -rf -- {dests} && mkdir -p -- {dests}", timeout=60, channel="system")
+        if not prep.ok:
+            raise SandboxError(f"could not prepare {dests}: {prep.output.strip()}")
+        for dest, src in uploads.items():
+            self.upload(src, dest)
+        result = self.exec(command, timeout, channel=channel, cwd=cwd, env=env)
+        if result.timed_out:
+            return result, None
+        out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
+        self.download(collect, out)
+        return result, out / Path(collect).name
 
     # -- files -----------------------------------------------------------------------------
     @abstractmethod

@@ -21,6 +21,7 @@ import shutil
 
 import subprocess
 import tarfile
+import tempfile
 import threading
 
 from pathlib import Path
@@ -255,6 +256,85 @@ class LocalSandbox(Sandbox):
         result = run_streamed(argv, self._env(env), timeout, self._emitter(channel))
         self.emit(OutputChunk(channel, "exit", _exit_text(result)))
         return result
+
+    def exec_private(
+        self,
+        command: str,
+        timeout: float,
+        *,
+        uploads: dict[str, Path],
+        collect: str,
+        channel: Channel = "verifier",
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> tuple[ExecResult, Path | None]:
+        """The verifier's view: a private mount namespace with tmpfs at each upload and at
+        `collect`. Processes the agent left running keep running (a server under test still
+        answers), but they can neither read the uploaded tests nor write the verifier's logs.
+        """
+        dirs = [*uploads, collect]
+        quoted = " ".join(shell_quote(d) for d in dirs)
+        # Mount points must exist in the shared view; a symlink planted there by the agent is
+        # removed first and refused if it reappears.
+        prep = self.exec(f"rm -rf -- {quoted} && mkdir -p -- {quoted}", timeout=60, channel="system")
+        if not prep.ok:
+            raise SandboxError(f"could not prepare {quoted}: {prep.output.strip()}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for dest, src in uploads.items():
+                tar.add(Path(src), arcname=dest.strip("/"))
+        size = f"{self.spec.limits.disk_mb}m"
+        mounts = "".join(
+            f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit 96; }}\n"
+            f"mount -t tmpfs -o size={size},mode=0755 trsi-private {d} || exit 96\n"
+            for d in map(shell_quote, dirs)
+        )
+        inner = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
+        parent, name = os.path.split(collect.rstrip("/"))
+        script = (
+            f"{mounts}"
+            "tar -x --no-same-owner -C / || exit 96\n"
+            "setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "
+            f"/bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null 3>&-\n"
+            "rc=$?\n"
+            f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&3\n"
+            "exit $rc\n"
+        )
+        argv = self._wrap([
+            "nsenter", "-t", str(self._init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w", "--",
+            "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script,
+        ])
+        self.emit(OutputChunk(channel, "command", command))
+        read_fd, write_fd = os.pipe()
+        collected = bytearray()
+
+        def drain() -> None:
+            with os.fdopen(read_fd, "rb") as fh:
+                while chunk := fh.read(65536):
+                    collected.extend(chunk)
+
+        reader = threading.Thread(target=drain, name="collect-reader", daemon=True)
+        reader.start()
+        try:
+            # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
+            argv = ["/bin/bash", "-c", f'exec 3>&{write_fd} {write_fd}>&-; exec "$@"', "trsi-fd3", *argv]
+            result = run_streamed(argv, self._env(env), timeout, self._emitter(channel),
+                                  stdin_data=buf.getvalue(), pass_fds=(write_fd,))
+        finally:
+            os.close(write_fd)
+        reader.join(timeout=10)
+        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        if result.timed_out:
+            return result, None
+        if result.exit_code == 96:
+            raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
+        out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
+        try:
+            with tarfile.open(fileobj=io.BytesIO(bytes(collected)), mode="r") as tar:
+                tar.extractall(out, filter="data")
+        except tarfile.TarError as exc:
+            raise SandboxError(f"could not read {collect} back: {exc}") from None
+        return result, out / name
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:

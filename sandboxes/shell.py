@@ -245,13 +245,29 @@ def run_streamed(
     timeout: float,
     emit: Emit,
     on_timeout: Callable[[subprocess.Popen], None] = terminate,
+    stdin_data: bytes | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ExecResult:
     """Run a one-shot command to completion, streaming its merged output."""
     start = time.monotonic()
     proc = subprocess.Popen(
-        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        env=env, bufsize=0, start_new_session=True,
+        list(argv), stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env, bufsize=0, start_new_session=True, pass_fds=tuple(pass_fds),
     )
+    if stdin_data is not None:
+        def feed() -> None:
+            try:
+                proc.stdin.write(stdin_data)  # type: ignore[union-attr]
+            except (BrokenPipeError, OSError):
+                pass
+            finally:
+                try:
+                    proc.stdin.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+
+        threading.Thread(target=feed, name="exec-stdin", daemon=True).start()
     capture = _Capture(emit)
     assert proc.stdout is not None
 

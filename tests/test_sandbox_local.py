@@ -130,7 +130,7 @@ def test_disk_is_capped(sandbox):
 def test_stop_kills_everything(tmp_path: Path):
     sb = create_sandbox("local", SandboxSpec("stop"))
     sb.start()
-    sb.run("sleep 1000 & sleep 1000 &", 5)
+    sb.run("sleep 1000 & sleep 1000 & sleep 0.3", 5)  # let both background sleeps exec
     # The real process tree: bwrap's init and what the session shell started (via nsenter).
     inside = descendants(sb._bwrap.pid) + descendants(sb._session.proc.pid)  # noqa: SLF001
     assert len([p for p in inside if "sleep 1000" in _cmdline(p)]) == 2
