@@ -48,6 +48,8 @@ class EpisodeResult:
     started_at: str = ""
     duration_s: float = 0.0
     phase_s: dict[str, float] = field(default_factory=dict)
+    # Limits the sandbox hit (oom_kill, pids_limit) and output_capped: why a run went wrong.
+    resource_events: tuple[str, ...] = ()
 
     @property
     def scored(self) -> bool:
@@ -61,6 +63,7 @@ class EpisodeResult:
             "success": self.success, "checks_passed": self.checks_passed,
             "checks_total": self.checks_total, "reward": self.reward,
             "failure_mode": self.failure_mode, "error": self.error,
+            "resource_events": list(self.resource_events),
             "checks": [{"name": c.name, "status": c.status} for c in self.checks],
             "duration_s": round(self.duration_s, 3),
         }
@@ -145,6 +148,7 @@ def run_episode(
     if on_sandbox:
         on_sandbox(sandbox)
     agent_run: AgentRun | None = None
+    events: dict[str, int] = {}
     try:
         t = time.monotonic()
         sandbox.start()
@@ -168,6 +172,7 @@ def run_episode(
         t = time.monotonic()
         outcome: VerifierOutcome = run_verifier(sandbox, task)
         phases["verifier"] = time.monotonic() - t
+        events = sandbox.resource_events
     except SandboxError as exc:
         return infra("sandbox_error", str(exc), agent_run)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
@@ -179,18 +184,23 @@ def run_episode(
         phase("done")
 
     steps = tuple(agent_run.steps)
+    resource = tuple(sorted(events)) + (("output_capped",) if any(_capped(s) for s in steps) else ())
     if outcome.status != "ok":
         status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"
         return EpisodeResult(
             **base, status=status, success=False, checks_passed=0, checks_total=0, reward=None,
             failure_mode=status, error=outcome.error, steps=steps, verifier_output=outcome.output,
-            duration_s=time.monotonic() - t0, phase_s=phases,
+            duration_s=time.monotonic() - t0, phase_s=phases, resource_events=resource,
         )
     success = outcome.success
     if success:
         failure = ""
     elif agent_timed_out:
         failure = "agent_timeout"
+    elif "oom_kill" in resource:
+        failure = "oom_killed"
+    elif "pids_limit" in resource:
+        failure = "pids_limit"
     else:
         failure = "checks_failed"
     return EpisodeResult(
@@ -207,6 +217,11 @@ def run_episode(
         verifier_output=outcome.output,
         duration_s=time.monotonic() - t0,
         phase_s=phases,
+        resource_events=resource,
     )
+
+
+def _capped(step: AgentStep) -> bool:
+    return "bytes truncated ..." in step.output or "output stream capped" in step.output
 
 

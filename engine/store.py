@@ -57,7 +57,11 @@ def _v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1]
+def _v2(db: sqlite_utils.Database) -> None:
+    db["episodes"].add_column("resource_events", str)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -95,6 +99,7 @@ class EpisodeRecord:
     failure_mode: str
     error: str
     duration_s: float
+    resource_events: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,7 @@ class Store:
                 "failure_mode": r.failure_mode, "error": r.error, "verifier_source": r.verifier_source,
                 "verifier_output": r.verifier_output, "started_at": r.started_at,
                 "duration_s": r.duration_s, "phase_s": json.dumps(r.phase_s),
+                "resource_events": ",".join(r.resource_events),
             })
             self.db["checks"].insert_all(
                 {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
@@ -221,7 +227,7 @@ class Store:
             EpisodeRecord(
                 r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
                 r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
-                r["duration_s"],
+                r["duration_s"], tuple(x for x in (r["resource_events"] or "").split(",") if x),
             )
             for r in rows
         ]

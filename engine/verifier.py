@@ -92,6 +92,9 @@ HARDENED_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTEST_ADDOPTS": "--confcutdir=/tests -p no:cacheprovider",
 }
+# pytest looks for its ini file from /tests upwards, so files at the root written by the agent
+# would configure the verifier's pytest (plugins, pythonpath). The verifier does not see them.
+MASKED_FILES = ("/pytest.ini", "/pyproject.toml", "/setup.cfg", "/tox.ini", "/conftest.py", "/setup.py")
 
 
 def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
@@ -100,7 +103,8 @@ def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
     try:
         run, collected = sandbox.exec_private(
             "bash /tests/test.sh", timeout=task.verifier_timeout_sec, uploads={"/tests": task.tests_dir},
-            collect="/logs/verifier", channel="verifier", cwd="/app", env={**HARDENED_ENV, **task.verifier_env},
+            collect="/logs/verifier", masks=MASKED_FILES, channel="verifier", cwd="/app",
+            env={**HARDENED_ENV, **task.verifier_env},
         )
         if run.timed_out or collected is None:
             return VerifierOutcome(

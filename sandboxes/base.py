@@ -140,22 +140,25 @@ class Sandbox(ABC):
         *,
         uploads: dict[str, Path],
         collect: str,
+        masks: tuple[str, ...] = (),
         channel: Channel = "verifier",
         cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> tuple[ExecResult, Path | None]:
         """Run `command` in a clean shell that alone sees fresh directories at the `uploads`
-        destinations (filled from the host) and at `collect` (empty); return the result and a
-        host copy of `collect` afterwards (None if the command timed out).
+        destinations (filled from the host) and at `collect` (empty), and does not see the files
+        in `masks`; return the result and a host copy of `collect` afterwards (None if the command
+        timed out).
 
-        This base version uses the shared view: the directories are wiped and recreated, but other
-        processes in the sandbox could still touch them while the command runs. Backends that can
-        give the command its own mount namespace override it.
+        This base version uses the shared view: the directories are wiped and recreated and masked
+        files deleted, but other processes in the sandbox could still touch them while the
+        command runs. Backends that can give the command its own mount namespace override it.
         """
         import tempfile
 
         dests = " ".join(shell_words([*uploads, collect]))
-        prep = self.exec(f"rm -rf -- {dests} && mkdir -p -- {dests}", timeout=60, channel="system")
+        masked = " ".join(shell_words(list(masks)))
+        prep = self.exec(f"rm -rf -- {dests} {masked} && mkdir -p -- {dests}", timeout=60, channel="system")
         if not prep.ok:
             raise SandboxError(f"could not prepare {dests}: {prep.output.strip()}")
         for dest, src in uploads.items():
@@ -175,6 +178,11 @@ class Sandbox(ABC):
     @abstractmethod
     def download(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or directory to the host path `dest`."""
+
+    @property
+    def resource_events(self) -> dict[str, int]:
+        """Limit hits observed so far (e.g. {'oom_kill': 1}); read before stop()."""
+        return {}
 
     @property
     def limits_enforced(self) -> tuple[str, ...]:

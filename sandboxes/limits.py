@@ -56,16 +56,21 @@ class LimitGroup:
                     continue
         return None
 
-    def oom_killed(self) -> bool:
+    def events(self) -> dict[str, int]:
+        """Limit hits so far: {'oom_kill': n, 'pids_limit': n} (only the non-zero ones)."""
+        found: dict[str, int] = {}
+        sources = (("memory.oom_control", "oom_kill", "oom_kill"), ("memory.events", "oom_kill", "oom_kill"),
+                   ("pids.events", "max", "pids_limit"))
         for d in self.dirs:
-            for name, key in (("memory.oom_control", "oom_kill "), ("memory.events", "oom_kill ")):
+            for name, key, label in sources:
                 try:
                     for line in (d / name).read_text().splitlines():
-                        if line.startswith(key) and int(line.split()[1]) > 0:
-                            return True
-                except (OSError, ValueError, IndexError):
+                        parts = line.split()
+                        if len(parts) == 2 and parts[0] == key and int(parts[1]) > 0:
+                            found[label] = max(found.get(label, 0), int(parts[1]))
+                except (OSError, ValueError):
                     continue
-        return False
+        return found
 
     def destroy(self) -> None:
         """Kill whatever is left in the group, then remove it."""

@@ -170,8 +170,8 @@ class LocalSandbox(Sandbox):
         return tuple(x for x in base if x) + (self._group.enforced if self._group else ())
 
     @property
-    def oom_killed(self) -> bool:
-        return bool(self._group and self._group.oom_killed())
+    def resource_events(self) -> dict[str, int]:
+        return self._group.events() if self._group else {}
 
     # -- process plumbing ------------------------------------------------------------------
     def _wrap(self, argv: list[str]) -> list[str]:
@@ -264,6 +264,7 @@ class LocalSandbox(Sandbox):
         *,
         uploads: dict[str, Path],
         collect: str,
+        masks: tuple[str, ...] = (),
         channel: Channel = "verifier",
         cwd: str | None = None,
         env: dict[str, str] | None = None,
@@ -288,6 +289,11 @@ class LocalSandbox(Sandbox):
             f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit 96; }}\n"
             f"mount -t tmpfs -o size={size},mode=0755 trsi-private {d} || exit 96\n"
             for d in map(shell_quote, dirs)
+        ) + "".join(
+            # A masked file is covered by an empty one in this view only; the agent's copy stays.
+            f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
+            f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit 96; fi\n"
+            for m in map(shell_quote, masks)
         )
         inner = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
         parent, name = os.path.split(collect.rstrip("/"))

@@ -88,3 +88,26 @@ def test_a_failed_episode_write_leaves_nothing_half_stored(store: Store):
         # Same episode id again: the episode insert fails, and its checks must not be added either.
         store.record_episode(_result(run_id, "dup", checks=(CheckResult("c", "passed"),) * 5))
     assert len(store.checks("dup")) == 2
+
+
+def test_an_older_database_is_migrated_in_place(tmp_path: Path):
+    import sqlite_utils
+
+    from engine.store import MIGRATIONS
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite_utils.Database(path)
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    MIGRATIONS[0](db)  # a database as schema v1 left it, with data
+    db["meta"].insert({"key": "schema_version", "value": "1"})
+    db["runs"].insert({"id": "old-run", "kind": "eval", "status": "finished", "summary": "{}"})
+    db["episodes"].insert({"id": "old-ep", "run_id": "old-run", "task": "t", "success": 1, "checks_passed": 1,
+                           "checks_total": 1, "reward": 1.0, "started_at": "x", "duration_s": 1.0})
+    db.conn.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION
+    (ep,) = store.episodes("old-run")
+    assert ep.success and ep.resource_events == ()
+    store.record_episode(_result("old-run", "new-ep", resource_events=("oom_kill",)))
+    by_id = {e.id: e for e in store.episodes("old-run")}
+    assert by_id["new-ep"].resource_events == ("oom_kill",) and by_id["old-ep"].resource_events == ()
