@@ -74,6 +74,8 @@ class LocalSandbox(Sandbox):
         self._bwrap: subprocess.Popen | None = None
         self._init_pid: int | None = None
         self._group: LimitGroup | None = None
+        # The verifier's own budget: an agent's runaway processes must not starve the judge.
+        self._verifier_group: LimitGroup | None = None
         self._session: PipeShell | None = None
         self._lock = threading.Lock()
         self._stopped = False
@@ -153,8 +155,9 @@ class LocalSandbox(Sandbox):
                 pass
             if self._bwrap.stderr is not None:
                 self._bwrap.stderr.close()
-        if self._group is not None:
-            self._group.destroy()
+        for group in (self._group, self._verifier_group):
+            if group is not None:
+                group.destroy()
 
     @property
     def alive(self) -> bool:
@@ -174,13 +177,14 @@ class LocalSandbox(Sandbox):
         return self._group.events() if self._group else {}
 
     # -- process plumbing ------------------------------------------------------------------
-    def _wrap(self, argv: list[str]) -> list[str]:
+    def _wrap(self, argv: list[str], group: LimitGroup | None = None) -> list[str]:
         """Enter the limit group, then (as root) drop to this sandbox's own unprivileged uid."""
-        assert self._group is not None
+        group = group or self._group
+        assert group is not None
         prefix: list[str] = []
         if self._as_root and argv[0].endswith("bwrap"):
             prefix = ["setpriv", f"--reuid={self._uid}", f"--regid={self._uid}", "--clear-groups"]
-        script = self._group.enter_script()
+        script = group.enter_script()
         return ["/bin/sh", "-c", f'{script + "; " if script else ""}exec "$@"', "trsi-enter", *prefix, *argv]
 
     def _nsenter(self, argv: list[str]) -> list[str]:
@@ -275,17 +279,14 @@ class LocalSandbox(Sandbox):
         """
         dirs = [*uploads, collect]
         quoted = " ".join(shell_quote(d) for d in dirs)
-        # Mount points must exist in the shared view; a symlink planted there by the agent is
-        # removed first and refused if it reappears.
-        prep = self.exec(f"rm -rf -- {quoted} && mkdir -p -- {quoted}", timeout=60, channel="system")
-        if not prep.ok:
-            raise SandboxError(f"could not prepare {quoted}: {prep.output.strip()}")
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for dest, src in uploads.items():
                 tar.add(Path(src), arcname=dest.strip("/"))
         size = f"{self.spec.limits.disk_mb}m"
-        mounts = "".join(
+        # Mount points must exist in the shared filesystem; whatever the agent left there (files, a
+        # symlink) is removed first, and a symlink that reappears is refused.
+        mounts = f"rm -rf -- {quoted} && mkdir -p -- {quoted} || exit 96\n" + "".join(
             f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit 96; }}\n"
             f"mount -t tmpfs -o size={size},mode=0755 trsi-private {d} || exit 96\n"
             for d in map(shell_quote, dirs)
@@ -306,10 +307,12 @@ class LocalSandbox(Sandbox):
             f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&3\n"
             "exit $rc\n"
         )
+        if self._verifier_group is None:
+            self._verifier_group = create_group(self.spec.limits, tag="trsi-verifier")
         argv = self._wrap([
             "nsenter", "-t", str(self._init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w", "--",
             "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script,
-        ])
+        ], group=self._verifier_group)
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
         collected = bytearray()
