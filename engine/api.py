@@ -14,6 +14,7 @@ from engine.runner import EpisodeJob, EpisodeRunner, summarize
 from engine.store import Store
 from engine.tasks import Suite, load_suite
 from engine.validation import TaskCheck, check_suites
+from sandboxes import preflight
 
 
 @dataclass
@@ -73,6 +74,7 @@ class Engine:
         return EvalReport(run_id, results, summarize(results)), suite
 
     def _new_runner(self, backend: str | None) -> EpisodeRunner:
+        preflight(backend or self.config.sandbox.backend)
         return EpisodeRunner(
             config=self.config, backend=backend or self.config.sandbox.backend, store=self.store, bus=self.bus,
         )

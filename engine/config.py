@@ -17,8 +17,14 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class DockerConfig(_Section):
+    # Image names that cannot be pulled here -> local images, e.g. {"ubuntu:24.04" = "trsi-tui/base:bookworm"}.
+    aliases: dict[str, str] = Field(default_factory=dict)
+
+
 class SandboxConfig(_Section):
     backend: Literal["local", "docker"] = "local"
+    docker: DockerConfig = DockerConfig()
     # Defaults for tasks whose task.toml leaves a limit out.
     pids_limit: int = Field(512, ge=16)
     disk_mb: int = Field(2048, ge=16)
@@ -88,6 +94,9 @@ backend = "local"          # local (bubblewrap); docker arrives with the Docker 
 pids_limit = 512           # per sandbox
 disk_mb = 2048             # size cap of each writable filesystem in a sandbox
 setup_timeout_sec = 300    # environment/setup.sh
+
+[sandbox.docker.aliases]   # images that cannot be pulled here -> local images
+# "ubuntu:24.04" = "trsi-tui/base:bookworm"
 
 [reward]
 alpha = 0.5                # partial credit = alpha * passed/total, alpha < 1

@@ -80,6 +80,9 @@ def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
             disk_mb=env.storage_mb or config.sandbox.disk_mb,
             allow_internet=env.allow_internet,
         ),
+        environment_dir=task.environment_dir if task.dockerfile else None,
+        image=env.docker_image,
+        image_aliases=tuple(sorted(config.sandbox.docker.aliases.items())),
     )
 
 

@@ -9,7 +9,7 @@ from sandboxes.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from sandboxes.registry import available_backends, create_sandbox
+from sandboxes.registry import available_backends, create_sandbox, preflight
 
 __all__ = [
     "ExecResult",
@@ -21,4 +21,5 @@ __all__ = [
     "SandboxUnavailable",
     "available_backends",
     "create_sandbox",
+    "preflight",
 ]

@@ -42,6 +42,11 @@ class SandboxSpec:
     # Extra environment for every shell (task-provided), on top of the backend's clean base.
     env: tuple[tuple[str, str], ...] = ()
     workdir: str = "/app"
+    # For image-based backends (docker): the task's environment/ (with a Dockerfile), the
+    # task's docker_image, and aliases for image names that cannot be pulled here.
+    environment_dir: Path | None = None
+    image: str | None = None
+    image_aliases: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

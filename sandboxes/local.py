@@ -21,11 +21,11 @@ import shutil
 
 import subprocess
 import tarfile
-import tempfile
 import threading
 
 from pathlib import Path
 
+from sandboxes import private_view
 from sandboxes.base import (
     Channel,
     ExecResult,
@@ -277,36 +277,9 @@ class LocalSandbox(Sandbox):
         `collect`. Processes the agent left running keep running (a server under test still
         answers), but they can neither read the uploaded tests nor write the verifier's logs.
         """
-        dirs = [*uploads, collect]
-        quoted = " ".join(shell_quote(d) for d in dirs)
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for dest, src in uploads.items():
-                tar.add(Path(src), arcname=dest.strip("/"))
-        size = f"{self.spec.limits.disk_mb}m"
-        # Mount points must exist in the shared filesystem; whatever the agent left there (files, a
-        # symlink) is removed first, and a symlink that reappears is refused.
-        mounts = f"rm -rf -- {quoted} && mkdir -p -- {quoted} || exit 96\n" + "".join(
-            f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit 96; }}\n"
-            f"mount -t tmpfs -o size={size},mode=0755 trsi-private {d} || exit 96\n"
-            for d in map(shell_quote, dirs)
-        ) + "".join(
-            # A masked file is covered by an empty one in this view only; the agent's copy stays.
-            f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
-            f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit 96; fi\n"
-            for m in map(shell_quote, masks)
-        )
-        inner = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
-        parent, name = os.path.split(collect.rstrip("/"))
-        script = (
-            f"{mounts}"
-            "tar -x --no-same-owner -C / || exit 96\n"
-            "setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "
-            f"/bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null 3>&-\n"
-            "rc=$?\n"
-            f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&3\n"
-            "exit $rc\n"
-        )
+        run = private_view.build(command, uploads=uploads, collect=collect, masks=masks,
+                                 cwd=cwd or self.spec.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=3)
+        script = run.script
         if self._verifier_group is None:
             self._verifier_group = create_group(self.spec.limits, tag="trsi-verifier")
         argv = self._wrap([
@@ -328,22 +301,16 @@ class LocalSandbox(Sandbox):
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
             argv = ["/bin/bash", "-c", f'exec 3>&{write_fd} {write_fd}>&-; exec "$@"', "trsi-fd3", *argv]
             result = run_streamed(argv, self._env(env), timeout, self._emitter(channel),
-                                  stdin_data=buf.getvalue(), pass_fds=(write_fd,))
+                                  stdin_data=run.uploads_tar, pass_fds=(write_fd,))
         finally:
             os.close(write_fd)
         reader.join(timeout=10)
         self.emit(OutputChunk(channel, "exit", _exit_text(result)))
         if result.timed_out:
             return result, None
-        if result.exit_code == 96:
+        if result.exit_code == private_view.SETUP_FAILED:
             raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
-        out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
-        try:
-            with tarfile.open(fileobj=io.BytesIO(bytes(collected)), mode="r") as tar:
-                tar.extractall(out, filter="data")
-        except tarfile.TarError as exc:
-            raise SandboxError(f"could not read {collect} back: {exc}") from None
-        return result, out / name
+        return result, private_view.unpack(bytes(collected), run.collect_name)
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:

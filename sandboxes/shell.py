@@ -247,12 +247,16 @@ def run_streamed(
     on_timeout: Callable[[subprocess.Popen], None] = terminate,
     stdin_data: bytes | None = None,
     pass_fds: Sequence[int] = (),
+    stdout_sink: Callable[[bytes], None] | None = None,
 ) -> ExecResult:
-    """Run a one-shot command to completion, streaming its merged output."""
+    """Run a one-shot command to completion, streaming its merged output.
+
+    With `stdout_sink`, stdout is raw data for the sink and only stderr is the command's output.
+    """
     start = time.monotonic()
     proc = subprocess.Popen(
         list(argv), stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE if stdout_sink else subprocess.STDOUT,
         env=env, bufsize=0, start_new_session=True, pass_fds=tuple(pass_fds),
     )
     if stdin_data is not None:
@@ -270,11 +274,12 @@ def run_streamed(
         threading.Thread(target=feed, name="exec-stdin", daemon=True).start()
     capture = _Capture(emit)
     assert proc.stdout is not None
+    text_stream = proc.stderr if stdout_sink else proc.stdout
 
-    def pump() -> None:
+    def pump(stream, sink: Callable[[bytes], None]) -> None:
         import os
 
-        fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        fd = stream.fileno()
         while True:
             try:
                 data = os.read(fd, 65536)
@@ -282,10 +287,13 @@ def run_streamed(
                 return
             if not data:
                 return
-            capture.add(data)
+            sink(data)
 
-    reader = threading.Thread(target=pump, name="exec-reader", daemon=True)
-    reader.start()
+    readers = [threading.Thread(target=pump, args=(text_stream, capture.add), name="exec-reader", daemon=True)]
+    if stdout_sink:
+        readers.append(threading.Thread(target=pump, args=(proc.stdout, stdout_sink), name="exec-data", daemon=True))
+    for reader in readers:
+        reader.start()
     timed_out = False
     try:
         code: int | None = proc.wait(timeout=timeout)
@@ -294,6 +302,9 @@ def run_streamed(
         on_timeout(proc)
         code = None
     # A background process that inherited the pipe may keep it open: don't wait for it forever.
-    reader.join(timeout=2.0)
-    proc.stdout.close()
+    for reader in readers:
+        reader.join(timeout=2.0 if reader is readers[0] else 30.0)
+    for stream in (proc.stdout, proc.stderr):
+        if stream:
+            stream.close()
     return ExecResult(capture.text(), code, timed_out, time.monotonic() - start, truncated=capture.truncated)

@@ -68,7 +68,7 @@ def test_eval_split_and_concurrency(tmp_path: Path):
 
 def test_unknown_backend_is_a_usage_error(tmp_path: Path):
     r = invoke("eval", "--agent", "oracle", "--backend", "podman", home=tmp_path)
-    assert r.exit_code == 2 and "available backends: local" in r.output
+    assert r.exit_code == 2 and "available backends: docker, local" in r.output
 
 
 def test_broken_config_is_reported_not_a_traceback(tmp_path: Path):

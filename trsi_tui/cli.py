@@ -116,7 +116,7 @@ def tasks_list(ctx: click.Context, path: str | None) -> None:
 
 @tasks.command("check")
 @click.argument("paths", nargs=-1)
-@click.option("--backend", default=None, help="Sandbox backend (default from config: local).")
+@click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the results as JSON.")
 @click.pass_context
@@ -154,7 +154,7 @@ def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None,
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
 @click.option("--agent", type=click.Choice(sorted(SCRIPTED_AGENTS)), required=True,
               help="oracle runs solution/solve.sh; nop does nothing.")
-@click.option("--backend", default=None, help="Sandbox backend (default from config: local).")
+@click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
 @click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
 @click.option("--attempts", type=click.IntRange(1, 100), default=1, help="Episodes per task.")
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
@@ -188,6 +188,43 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: st
     out.print(f"success rate {rate} ({s['successes']}/{s['scored']} scored episodes; "
               f"{s['infra_errors']} infrastructure errors)")
     _write_json(json_path, report.to_json())
+
+
+# -- sandbox ----------------------------------------------------------------------------------
+@cli.group()
+def sandbox() -> None:
+    """Sandbox backends: build the Docker base image, clean up."""
+
+
+@sandbox.command("build-base")
+@click.option("--mirror", default="http://deb.debian.org/debian", show_default=True, help="Debian mirror.")
+@click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
+def sandbox_build_base(mirror: str, force: bool) -> None:
+    """Build the Docker base image offline: debootstrap Debian, then `docker import`.
+
+    Tasks without an environment/Dockerfile run in it on the docker backend. Needs root,
+    debootstrap, a running Docker engine and a reachable Debian mirror (about a minute).
+    """
+    from sandboxes.docker_images import BASE_IMAGE, build_base_image, image_exists
+
+    try:
+        if image_exists(BASE_IMAGE) and not force:
+            out.print(f"{BASE_IMAGE} already exists (use --force to rebuild)")
+            return
+        out.print(f"built {build_base_image(mirror, log=err.print)}")
+    except (SandboxError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@sandbox.command("cleanup")
+def sandbox_cleanup() -> None:
+    """Remove Docker sandbox containers left behind by a process that died."""
+    from sandboxes.docker_sandbox import remove_orphans
+
+    try:
+        out.print(f"removed {remove_orphans()} orphaned containers")
+    except SandboxError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # -- runs / config ----------------------------------------------------------------------------

@@ -1,0 +1,288 @@
+"""Docker sandboxes: one container per episode, the same Sandbox contract as the local backend.
+
+The Docker SDK drives images, containers and file transfer (put/get archive). Shells run
+through `docker exec -i` so the persistent-shell protocol (sandboxes/shell.py) is the very same
+code as on the local backend. Containers carry labels; `remove_orphans()` deletes those left
+by a process that died.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+import threading
+from pathlib import Path
+
+from sandboxes import private_view
+from sandboxes.base import Channel, ExecResult, OutputChunk, Sandbox, SandboxError, SandboxSpec
+from sandboxes.docker_images import LABEL, client, task_image
+from sandboxes.limits import CGROUP_ROOT, LimitGroup
+from sandboxes.shell import PipeShell, run_streamed, shell_quote
+
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Kill what a shell started (not the shell): walk /proc, since task images may lack procps.
+_KILL_CHILDREN = (
+    'k() { for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    'pp=$(sed -e "s/^.*) //" "$d/stat" 2>/dev/null | cut -d" " -f2); '
+    # sh has no locals: recurse in a subshell so the loop's variables survive.
+    '[ "$pp" = "$1" ] && { (k "$p"); kill -9 "$p" 2>/dev/null; }; done; }; k '
+)
+
+
+def _host_env() -> dict[str, str]:
+    keep = ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
+    return {k: v for k, v in os.environ.items() if k in keep}
+
+
+_DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
+_image_can_isolate: dict[str, bool] = {}
+_image_lock = threading.Lock()
+
+
+def image_can_isolate(image: str) -> bool:
+    """Whether the image has the tools for the private verifier view (unshare, setpriv, mount)."""
+    with _image_lock:
+        if image not in _image_can_isolate:
+            try:
+                client().containers.run(image, entrypoint=["/bin/sh", "-c",
+                                        "command -v unshare && command -v setpriv && command -v mount"],
+                                        network_mode="none", remove=True)
+                _image_can_isolate[image] = True
+            except Exception:  # noqa: BLE001 - a non-zero exit or no /bin/sh: no private view
+                _image_can_isolate[image] = False
+        return _image_can_isolate[image]
+
+
+def remove_orphans() -> int:
+    """Remove trsi-tui sandbox containers whose owning process on this host is gone."""
+    removed = 0
+    for container in client().containers.list(all=True, filters={"label": f"{LABEL}=sandbox"}):
+        owner = container.labels.get("trsi-tui.owner-pid", "")
+        host = container.labels.get("trsi-tui.owner-host", "")
+        if host != os.uname().nodename or not owner.isdigit() or not _alive(int(owner)):
+            container.remove(force=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class DockerSandbox(Sandbox):
+    backend_name = "docker"
+    _orphans_checked = False
+    _orphans_lock = threading.Lock()
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        super().__init__(spec)
+        self._container = None
+        self._session: PipeShell | None = None
+        self._session_pid: str = ""
+        # True when the container holds CAP_SYS_ADMIN for the verifier's private view; then
+        # every other shell drops all capabilities with setpriv.
+        self._isolating = False
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        docker = client()
+        with DockerSandbox._orphans_lock:
+            if not DockerSandbox._orphans_checked:
+                DockerSandbox._orphans_checked = True
+                remove_orphans()
+        image = task_image(self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases))
+        limits = self.spec.limits
+        mem = f"{limits.memory_mb}m"
+        self._isolating = image_can_isolate(image)
+        try:
+            self._container = docker.containers.run(
+                image,
+                cap_add=["SYS_ADMIN"] if self._isolating else None,
+                entrypoint=["/bin/sh", "-c", f"mkdir -p {self.spec.workdir} /logs && exec sleep infinity"],
+                detach=True,
+                init=True,
+                hostname="sandbox",
+                # The default bridge is off here; a task that may use the internet shares the host's.
+                network_mode="host" if limits.allow_internet else "none",
+                mem_limit=mem,
+                memswap_limit=mem,
+                nano_cpus=int(limits.cpus * 1e9),
+                pids_limit=limits.pids,
+                labels={LABEL: "sandbox", "trsi-tui.name": self.spec.name,
+                        "trsi-tui.owner-pid": str(os.getpid()), "trsi-tui.owner-host": os.uname().nodename},
+            )
+        except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
+            raise SandboxError(f"could not start a container from {image}: {exc}") from None
+        self._session = self._new_session()
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        if self._session is not None:
+            self._session.kill()
+        if self._container is not None:
+            try:
+                self._container.remove(force=True)
+            except Exception:  # noqa: BLE001 - already gone is fine
+                pass
+
+    @property
+    def alive(self) -> bool:
+        if self._stopped or self._container is None:
+            return False
+        try:
+            self._container.reload()
+            return self._container.status == "running"
+        except Exception:  # noqa: BLE001
+            return False
+
+    @property
+    def limits_enforced(self) -> tuple[str, ...]:
+        return (("network",) if not self.spec.limits.allow_internet else ()) + ("memory", "pids", "cpu", "wall-time")
+
+    @property
+    def resource_events(self) -> dict[str, int]:
+        """The container's own cgroup counters (State.OOMKilled only covers its main process)."""
+        if self._container is None:
+            return {}
+        cid = self._container.id
+        root = CGROUP_ROOT
+        dirs = [root / c / "docker" / cid for c in ("memory", "pids")] + [root / "system.slice" / f"docker-{cid}.scope"]
+        return LimitGroup(dirs=[d for d in dirs if d.is_dir()]).events()
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _exec_argv(self, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
+                   privileged: bool = False) -> list[str]:
+        if self._container is None:
+            raise SandboxError("sandbox is not started")
+        merged = {"PATH": BASE_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", **dict(self.spec.env),
+                  **(env or {})}
+        flags = ["-i", "-w", cwd or "/"]
+        if privileged:
+            flags.append("--privileged")
+        for k, v in merged.items():
+            flags += ["-e", f"{k}={v}"]
+        return ["docker", "exec", *flags, self._container.id, *argv]
+
+    def _unprivileged(self, argv: list[str]) -> list[str]:
+        return [*_DROP_CAPS, *argv] if self._isolating else argv
+
+    def _emitter(self, channel: Channel):
+        return lambda text: self.emit(OutputChunk(channel, "output", text))
+
+    def _new_session(self) -> PipeShell:
+        shell = PipeShell(self._exec_argv(self._unprivileged(["bash", "--noprofile", "--norc"]), cwd=self.spec.workdir),
+                          _host_env(),
+                          self._emitter("agent"), self._interrupt_session)
+        probe = shell.run("echo $$", timeout=30)
+        if probe.exit_code != 0 or not probe.output.strip().isdigit():
+            shell.kill()
+            raise SandboxError(f"container shell did not start: {probe.output.strip()[-300:]!r}")
+        self._session_pid = probe.output.strip()
+        return shell
+
+    def _interrupt_session(self, shell: PipeShell) -> None:
+        subprocess.run(self._exec_argv(["sh", "-c", _KILL_CHILDREN + self._session_pid]), env=_host_env(),
+                       capture_output=True, timeout=30)
+
+    # -- commands --------------------------------------------------------------------------
+    def run(self, command: str, timeout: float) -> ExecResult:
+        if self._session is None:
+            raise SandboxError("sandbox is not started")
+        self.emit(OutputChunk("agent", "command", command))
+        result = self._session.run(command, timeout)
+        if result.shell_restarted or not self._session.alive:
+            self._session.kill()
+            if not self.alive:
+                raise SandboxError("container died during the command")
+            self._session = self._new_session()
+            result = ExecResult(
+                result.output + f"\n[trsi: the shell exited; a new shell was started in {self.spec.workdir}]\n",
+                result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
+            )
+        self.emit(OutputChunk("agent", "exit", _exit_text(result)))
+        return result
+
+    def exec(self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None,
+             env: dict[str, str] | None = None) -> ExecResult:
+        self.emit(OutputChunk(channel, "command", command))
+        # `timeout` inside the container: killing the docker CLI alone would leave the command running.
+        argv = self._exec_argv(self._unprivileged(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
+                                                    "bash", "--noprofile", "--norc", "-c", command]),
+                               cwd=cwd or self.spec.workdir, env=env)
+        result = run_streamed(argv, _host_env(), timeout, self._emitter(channel))
+        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        return result
+
+    def exec_private(self, command: str, timeout: float, *, uploads: dict[str, Path], collect: str,
+                     masks: tuple[str, ...] = (), channel: Channel = "verifier", cwd: str | None = None,
+                     env: dict[str, str] | None = None) -> tuple[ExecResult, Path | None]:
+        """The private verifier view: this exec alone keeps CAP_SYS_ADMIN, only to mount, and drops
+        it before the command runs. Images without unshare/setpriv use the shared view."""
+        if not self._isolating:
+            return super().exec_private(command, timeout, uploads=uploads, collect=collect, masks=masks,
+                                        channel=channel, cwd=cwd, env=env)
+        run = private_view.build(command, uploads=uploads, collect=collect, masks=masks,
+                                 cwd=cwd or self.spec.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=1)
+        argv = self._exec_argv(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
+                                "unshare", "--mount", "--propagation", "private", "sh", "-c", run.script],
+                               env=env)
+        self.emit(OutputChunk(channel, "command", command))
+        collected = bytearray()
+        result = run_streamed(argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar,
+                              stdout_sink=collected.extend)
+        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        if result.timed_out:
+            return result, None
+        if result.exit_code == private_view.SETUP_FAILED:
+            raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
+        return result, private_view.unpack(bytes(collected), run.collect_name)
+
+    # -- files -----------------------------------------------------------------------------
+    def upload(self, src: Path, dest: str) -> None:
+        src = Path(src)
+        if not src.exists():
+            raise SandboxError(f"upload source does not exist: {src}")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            if src.is_dir():
+                for child in sorted(src.iterdir()):
+                    tar.add(child, arcname=child.name)
+                target = dest
+            else:
+                tar.add(src, arcname=Path(dest).name)
+                target = str(Path(dest).parent)
+        mk = self.exec(f"mkdir -p -- {shell_quote(target)}", 60, channel="system")
+        if not mk.ok:
+            raise SandboxError(f"upload to {dest} failed: {mk.output.strip()}")
+        if not self._container.put_archive(target, buf.getvalue()):  # type: ignore[union-attr]
+            raise SandboxError(f"upload to {dest} failed")
+
+    def download(self, src: str, dest: Path) -> None:
+        try:
+            stream, _ = self._container.get_archive(src)  # type: ignore[union-attr]
+            data = b"".join(stream)
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxError(f"download of {src} failed: {exc}") from None
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+            tar.extractall(dest, filter="data")
+
+
+def _exit_text(result: ExecResult) -> str:
+    return "timed out" if result.timed_out else f"exit {result.exit_code}"
+
+

@@ -1,0 +1,77 @@
+"""The verifier's private view, shared by backends that can create a mount namespace.
+
+`build(...)` returns a POSIX sh script and the tar of the uploads it expects on stdin. Run it
+with CAP_SYS_ADMIN inside `unshare --mount --propagation private`: it mounts fresh tmpfs at
+every upload destination and at the collect directory, covers masked files, unpacks the uploads,
+runs the command with all capabilities dropped, then writes a tar of the collect directory to
+the file descriptor `collect_fd`. Processes outside the namespace (the agent's leftovers) see
+none of it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandboxes.base import SandboxError
+from sandboxes.shell import shell_quote
+
+SETUP_FAILED = 96
+
+
+@dataclass(frozen=True)
+class PrivateRun:
+    script: str
+    uploads_tar: bytes
+    collect_name: str
+
+
+def build(
+    command: str, *, uploads: dict[str, Path], collect: str, masks: tuple[str, ...], cwd: str,
+    size_mb: int, collect_fd: int,
+) -> PrivateRun:
+    dirs = [*uploads, collect]
+    quoted = " ".join(shell_quote(d) for d in dirs)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for dest, src in uploads.items():
+            tar.add(Path(src), arcname=dest.strip("/"))
+    lines = [
+        # Mount points must exist in the shared filesystem; whatever the agent left there (files,
+        # a symlink) is removed first, and a symlink that reappears is refused.
+        f"rm -rf -- {quoted} && mkdir -p -- {quoted} || exit {SETUP_FAILED}",
+    ]
+    for d in map(shell_quote, dirs):
+        lines.append(f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
+        lines.append(f"mount -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
+    for m in map(shell_quote, masks):
+        # A masked file is covered by an empty one in this view only; the agent's copy stays.
+        lines.append(f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
+                     f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi")
+    inner = f"cd -- {shell_quote(cwd)} || exit 1\n{command}"
+    # With collect_fd 1 (docker exec has no other channel), the command's output goes to stderr.
+    keep_collect_clean = ">&2" if collect_fd == 1 else f"{collect_fd}>&-"
+    parent, name = os.path.split(collect.rstrip("/"))
+    lines += [
+        f"tar -x --no-same-owner -C / || exit {SETUP_FAILED}",
+        "setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "
+        f"/bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null {keep_collect_clean}",
+        "rc=$?",
+        f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&{collect_fd}",
+        "exit $rc",
+    ]
+    return PrivateRun("\n".join(lines) + "\n", buf.getvalue(), name)
+
+
+def unpack(collected: bytes, name: str) -> Path:
+    out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(collected), mode="r") as tar:
+            tar.extractall(out, filter="data")
+    except tarfile.TarError as exc:
+        raise SandboxError(f"could not read the verifier's results back: {exc}") from None
+    return out / name
