@@ -71,8 +71,31 @@ class ExecResult:
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
+    @property
+    def status_text(self) -> str:
+        return "timed out" if self.timed_out else f"exit {self.exit_code}"
+
 
 OutputListener = Callable[[OutputChunk], None]
+
+
+def pack_upload(src: Path, dest: str) -> tuple[bytes, str]:
+    """A tar of `src` and the sandbox directory to unpack it in, so that a directory's contents
+    land in `dest` and a file becomes `dest`."""
+    import io
+    import tarfile
+
+    src = Path(src)
+    if not src.exists():
+        raise SandboxError(f"upload source does not exist: {src}")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        if src.is_dir():
+            for child in sorted(src.iterdir()):
+                tar.add(child, arcname=child.name)
+        else:
+            tar.add(src, arcname=Path(dest).name)
+    return buf.getvalue(), dest if src.is_dir() else str(Path(dest).parent)
 
 
 def shell_words(words: list[str]) -> list[str]:

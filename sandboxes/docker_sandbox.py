@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 from sandboxes import private_view
-from sandboxes.base import Channel, ExecResult, OutputChunk, Sandbox, SandboxError, SandboxSpec
+from sandboxes.base import pack_upload, Channel, ExecResult, OutputChunk, Sandbox, SandboxError, SandboxSpec
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
@@ -212,7 +212,7 @@ class DockerSandbox(Sandbox):
                 result.output + f"\n[trsi: the shell exited; a new shell was started in {self.spec.workdir}]\n",
                 result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
             )
-        self.emit(OutputChunk("agent", "exit", _exit_text(result)))
+        self.emit(OutputChunk("agent", "exit", result.status_text))
         return result
 
     def exec(self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None,
@@ -223,7 +223,7 @@ class DockerSandbox(Sandbox):
                                                     "bash", "--noprofile", "--norc", "-c", command]),
                                cwd=cwd or self.spec.workdir, env=env)
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel))
-        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
 
     def exec_private(self, command: str, timeout: float, *, uploads: dict[str, Path], collect: str,
@@ -243,7 +243,7 @@ class DockerSandbox(Sandbox):
         collected = bytearray()
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar,
                               stdout_sink=collected.extend)
-        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        self.emit(OutputChunk(channel, "exit", result.status_text))
         if result.timed_out:
             return result, None
         if result.exit_code == private_view.SETUP_FAILED:
@@ -252,22 +252,11 @@ class DockerSandbox(Sandbox):
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:
-        src = Path(src)
-        if not src.exists():
-            raise SandboxError(f"upload source does not exist: {src}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            if src.is_dir():
-                for child in sorted(src.iterdir()):
-                    tar.add(child, arcname=child.name)
-                target = dest
-            else:
-                tar.add(src, arcname=Path(dest).name)
-                target = str(Path(dest).parent)
-        mk = self.exec(f"mkdir -p -- {shell_quote(target)}", 60, channel="system")
+        data, target_dir = pack_upload(src, dest)
+        mk = self.exec(f"mkdir -p -- {shell_quote(target_dir)}", 60, channel="system")
         if not mk.ok:
             raise SandboxError(f"upload to {dest} failed: {mk.output.strip()}")
-        if not self._container.put_archive(target, buf.getvalue()):  # type: ignore[union-attr]
+        if not self._container.put_archive(target_dir, data):  # type: ignore[union-attr]
             raise SandboxError(f"upload to {dest} failed")
 
     def download(self, src: str, dest: Path) -> None:
@@ -282,7 +271,5 @@ class DockerSandbox(Sandbox):
             tar.extractall(dest, filter="data")
 
 
-def _exit_text(result: ExecResult) -> str:
-    return "timed out" if result.timed_out else f"exit {result.exit_code}"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from sandboxes import private_view
 from sandboxes.base import (
+    pack_upload,
     Channel,
     ExecResult,
     OutputChunk,
@@ -242,7 +243,7 @@ class LocalSandbox(Sandbox):
                 result.output + "\n[trsi: the shell exited; a new shell was started in /app]\n",
                 result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
             )
-        self.emit(OutputChunk("agent", "exit", _exit_text(result)))
+        self.emit(OutputChunk("agent", "exit", result.status_text))
         return result
 
     def exec(
@@ -258,7 +259,7 @@ class LocalSandbox(Sandbox):
         script = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
         argv = self._nsenter(["/bin/bash", "--noprofile", "--norc", "-c", script])
         result = run_streamed(argv, self._env(env), timeout, self._emitter(channel))
-        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
 
     def exec_private(
@@ -305,7 +306,7 @@ class LocalSandbox(Sandbox):
         finally:
             os.close(write_fd)
         reader.join(timeout=10)
-        self.emit(OutputChunk(channel, "exit", _exit_text(result)))
+        self.emit(OutputChunk(channel, "exit", result.status_text))
         if result.timed_out:
             return result, None
         if result.exit_code == private_view.SETUP_FAILED:
@@ -314,22 +315,11 @@ class LocalSandbox(Sandbox):
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:
-        src = Path(src)
-        if not src.exists():
-            raise SandboxError(f"upload source does not exist: {src}")
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            if src.is_dir():
-                for child in sorted(src.iterdir()):
-                    tar.add(child, arcname=child.name)
-                target_dir = dest
-            else:
-                tar.add(src, arcname=Path(dest).name)
-                target_dir = str(Path(dest).parent)
-        script = f'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
+        data, target_dir = pack_upload(src, dest)
+        script = 'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
         proc = subprocess.run(
             self._nsenter(["/bin/sh", "-c", script, "upload", target_dir]),
-            input=buf.getvalue(), capture_output=True, env=self._env(), timeout=120,
+            input=data, capture_output=True, env=self._env(), timeout=120,
         )
         if proc.returncode != 0:
             raise SandboxError(f"upload to {dest} failed: {proc.stderr.decode(errors='replace').strip()}")
@@ -349,9 +339,4 @@ class LocalSandbox(Sandbox):
 
 def _kill_tree(proc: subprocess.Popen) -> None:
     kill_pids(descendants(proc.pid) + [proc.pid])
-
-def _exit_text(result: ExecResult) -> str:
-    if result.timed_out:
-        return "timed out"
-    return f"exit {result.exit_code}"
 
