@@ -173,9 +173,10 @@ def run_episode(
 
         phase("verifier")
         t = time.monotonic()
+        events = sandbox.resource_events
+        sandbox.prepare_for_verification()
         outcome: VerifierOutcome = run_verifier(sandbox, task)
         phases["verifier"] = time.monotonic() - t
-        events = sandbox.resource_events
     except SandboxError as exc:
         return infra("sandbox_error", str(exc), agent_run)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
@@ -204,6 +205,8 @@ def run_episode(
         failure = "oom_killed"
     elif "pids_limit" in resource:
         failure = "pids_limit"
+    elif "disk_limit" in resource:
+        failure = "disk_limit"
     else:
         failure = "checks_failed"
     return EpisodeResult(

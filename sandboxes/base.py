@@ -207,6 +207,10 @@ class Sandbox(ABC):
     def download(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or directory to the host path `dest`."""
 
+    def prepare_for_verification(self) -> None:
+        """Called between the agent's turn and the verifier. Backends whose verifier shares the
+        agent's resource budget free it here when the agent exhausted it."""
+
     @property
     def resource_events(self) -> dict[str, int]:
         """Limit hits observed so far (e.g. {'oom_kill': 1}); read before stop()."""

@@ -19,6 +19,7 @@ from sandboxes import private_view
 from sandboxes.base import pack_upload, Channel, ExecResult, OutputChunk, Sandbox, SandboxError, SandboxSpec
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
+from sandboxes.procs import children, descendants, kill_pids
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -35,6 +36,8 @@ def _host_env() -> dict[str, str]:
     keep = ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
     return {k: v for k, v in os.environ.items() if k in keep}
 
+
+DISK_POLL_S = 0.25
 
 _DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
 _image_can_isolate: dict[str, bool] = {}
@@ -67,6 +70,13 @@ def remove_orphans() -> int:
     return removed
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -90,6 +100,9 @@ class DockerSandbox(Sandbox):
         # True when the container holds CAP_SYS_ADMIN for the verifier's private view; then
         # every other shell drops all capabilities with setpriv.
         self._isolating = False
+        self._events: dict[str, int] = {}
+        self._watchdog: threading.Thread | None = None
+        self._watching = True  # only during the agent's turn: the verifier must not be killed
         self._stopped = False
         self._lock = threading.Lock()
 
@@ -114,6 +127,7 @@ class DockerSandbox(Sandbox):
                 hostname="sandbox",
                 # The default bridge is off here; a task that may use the internet shares the host's.
                 network_mode="host" if limits.allow_internet else "none",
+                tmpfs={"/tmp": f"size={limits.disk_mb}m,mode=1777"},
                 mem_limit=mem,
                 memswap_limit=mem,
                 nano_cpus=int(limits.cpus * 1e9),
@@ -124,6 +138,60 @@ class DockerSandbox(Sandbox):
         except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
             raise SandboxError(f"could not start a container from {image}: {exc}") from None
         self._session = self._new_session()
+        self._watchdog = threading.Thread(target=self._watch_disk, name="docker-disk-watch", daemon=True)
+        self._watchdog.start()
+
+    def _watch_disk(self) -> None:
+        """overlay2 on ext4 has no quota: watch the writable layer and stop a fill in its tracks."""
+        try:
+            upper = self._container.attrs["GraphDriver"]["Data"]["UpperDir"]  # type: ignore[union-attr]
+        except (KeyError, TypeError):
+            return
+        limit = self.spec.limits.disk_mb * 1024 * 1024
+        while not self._stopped and self._watching:
+            try:
+                used = int(subprocess.run(["du", "-sxb", upper], capture_output=True, text=True,
+                                          timeout=30).stdout.split()[0])
+            except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
+                used = 0
+            if used > limit and not self._stopped and self._watching:
+                self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
+                self._kill_all()
+                limit = used + 64 * 1024 * 1024  # what was written stays; only further growth counts
+            threading.Event().wait(DISK_POLL_S)
+
+    def _kill_all(self) -> None:
+        """Kill every process in the container but docker-init and the main `sleep`, from the host:
+        inside, a fork-bombed container could not even start the command to do it."""
+        try:
+            self._container.reload()  # type: ignore[union-attr]
+            init = int(self._container.attrs["State"]["Pid"])  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001
+            return
+        procs = self._cgroup_dirs()[0] / "cgroup.procs" if self._cgroup_dirs() else None
+        for _ in range(5):  # processes forking while we kill: sweep a few times
+            try:
+                pids = {int(x) for x in procs.read_text().split()} if procs else set(descendants(init))
+            except OSError:
+                return
+            keep = {init} | {c for c in children(init) if _cmdline(c).startswith("sleep")}
+            victims = sorted(pids - keep)
+            if not victims:
+                return
+            kill_pids(victims)
+
+    def _cgroup_dirs(self) -> list[Path]:
+        cid = self._container.id  # type: ignore[union-attr]
+        dirs = [CGROUP_ROOT / c / "docker" / cid for c in ("pids", "memory")]
+        dirs.append(CGROUP_ROOT / "system.slice" / f"docker-{cid}.scope")
+        return [d for d in dirs if d.is_dir()]
+
+    def prepare_for_verification(self) -> None:
+        self._watching = False
+        # The verifier runs in the container's own cgroup: after a fork bomb it could not even
+        # start. A box that hit its process limit has nothing worth keeping alive.
+        if "pids_limit" in self.resource_events:
+            self._kill_all()
 
     def stop(self) -> None:
         with self._lock:
@@ -150,17 +218,24 @@ class DockerSandbox(Sandbox):
 
     @property
     def limits_enforced(self) -> tuple[str, ...]:
-        return (("network",) if not self.spec.limits.allow_internet else ()) + ("memory", "pids", "cpu", "wall-time")
+        return (("network",) if not self.spec.limits.allow_internet else ()) + (
+            "memory", "pids", "cpu", "disk(tmpfs /tmp, watched layer)", "wall-time")
 
     @property
     def resource_events(self) -> dict[str, int]:
         """The container's own cgroup counters (State.OOMKilled only covers its main process)."""
         if self._container is None:
             return {}
-        cid = self._container.id
-        root = CGROUP_ROOT
-        dirs = [root / c / "docker" / cid for c in ("memory", "pids")] + [root / "system.slice" / f"docker-{cid}.scope"]
-        return LimitGroup(dirs=[d for d in dirs if d.is_dir()]).events()
+        events = LimitGroup(dirs=self._cgroup_dirs()).events()
+        events.update(self._events)
+        try:  # /tmp is a capped tmpfs: full means a write failed with ENOSPC
+            df = subprocess.run(self._exec_argv(["df", "-P", "/tmp"]), env=_host_env(), capture_output=True,
+                                text=True, timeout=10).stdout.splitlines()
+            if len(df) > 1 and df[1].split()[4] in ("99%", "100%"):
+                events["disk_limit"] = events.get("disk_limit", 0) + 1
+        except (subprocess.TimeoutExpired, IndexError, SandboxError):
+            pass
+        return events
 
     # -- plumbing --------------------------------------------------------------------------
     def _exec_argv(self, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None,

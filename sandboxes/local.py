@@ -175,7 +175,17 @@ class LocalSandbox(Sandbox):
 
     @property
     def resource_events(self) -> dict[str, int]:
-        return self._group.events() if self._group else {}
+        events = self._group.events() if self._group else {}
+        if self.alive:
+            # A tmpfs at its cap means a write failed with ENOSPC: report it as the disk limit.
+            try:
+                proc = subprocess.run(self._nsenter(["df", "-P", "/", "/app", "/tmp"]), capture_output=True,
+                                      text=True, env=self._env(), timeout=10)
+                if any(line.split()[4] in ("99%", "100%") for line in proc.stdout.splitlines()[1:]):
+                    events["disk_limit"] = 1
+            except (subprocess.TimeoutExpired, IndexError, SandboxError):
+                pass
+        return events
 
     # -- process plumbing ------------------------------------------------------------------
     def _wrap(self, argv: list[str], group: LimitGroup | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Hostile or broken agents, run as a task's "solution" under the oracle agent.
+"""Hostile or broken agents, run as a task's "solution" under the oracle agent, on both backends.
 
 Each one must end cleanly with the right result, and the engine must keep working.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.agents import OracleAgent
-from engine.config import Config
+from engine.config import Config, parse_config
 from engine.episode import EpisodeResult, run_episode
 from engine.runner import EpisodeJob, EpisodeRunner
 from engine.tasks import load_task
@@ -33,20 +33,29 @@ cd /app && python3 -m pytest /tests/test_out.py -rA
 """
 
 
-def episode(tmp_path: Path, name: str, solve: str, **kw) -> EpisodeResult:
-    return run_episode(load_task(write_task(tmp_path, name, solve=solve, **kw)), OracleAgent(), config=Config())
+CONFIGS = {"local": Config(), "docker": parse_config('[sandbox]\nbackend = "docker"\n')}
 
 
-def test_background_forger_cannot_touch_the_verifier(tmp_path: Path):
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request) -> str:
+    return request.param
+
+
+def episode(tmp_path: Path, backend: str, name: str, solve: str, **kw) -> EpisodeResult:
+    task = load_task(write_task(tmp_path, name, solve=solve, **kw))
+    return run_episode(task, OracleAgent(), config=CONFIGS[backend], backend=backend)
+
+
+def test_background_forger_cannot_touch_the_verifier(tmp_path: Path, backend: str):
     forger = ("(while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
               " echo '{\"results\":{\"tests\":[{\"name\":\"x\",\"status\":\"passed\"}]}}' > /logs/verifier/ctrf.json;"
               " cp -r /tests /app/stolen 2>/dev/null; sleep 0.01; done) >/dev/null 2>&1 &")
-    r = episode(tmp_path, "forger", forger)
+    r = episode(tmp_path, backend, "forger", forger)
     assert not r.success and r.status == "completed"
     assert [c.name for c in r.checks] == ["out_exists", "out_is_hello"]
 
 
-def test_pytest_cannot_be_hijacked(tmp_path: Path):
+def test_pytest_cannot_be_hijacked(tmp_path: Path, backend: str):
     force_pass = (
         "import pytest\n"
         "@pytest.hookimpl(hookwrapper=True)\n"
@@ -64,48 +73,49 @@ def test_pytest_cannot_be_hijacked(tmp_path: Path):
         "printf 'import sys; sys.exit(0)\\n' > /root/.local/lib/python3.11/site-packages/usercustomize.py\n"
         "echo goodbye > /app/out.txt\n"
     )
-    r = episode(tmp_path, "pytest-hijack", solve, test=PYTEST_VERIFIER)
+    r = episode(tmp_path, backend, "pytest-hijack", solve, test=PYTEST_VERIFIER)
     assert r.verifier_source == "pytest", r.error or r.verifier_output
     assert not r.success
     assert {c.name.split("::")[-1]: c.status for c in r.checks}["test_out_is_hello"] == "failed"
 
 
-def test_honest_pytest_verifier_still_passes(tmp_path: Path):
-    r = episode(tmp_path, "pytest-honest", "echo hello > /app/out.txt", test=PYTEST_VERIFIER)
+def test_honest_pytest_verifier_still_passes(tmp_path: Path, backend: str):
+    r = episode(tmp_path, backend, "pytest-honest", "echo hello > /app/out.txt", test=PYTEST_VERIFIER)
     assert r.success and (r.checks_passed, r.checks_total) == (2, 2), r.verifier_output
 
 
-def test_fork_bomb_is_contained(tmp_path: Path):
-    r = episode(tmp_path, "fork-bomb", "bomb() { bomb | bomb & }; bomb; sleep 2; echo hello > /app/out.txt",
+def test_fork_bomb_is_contained(tmp_path: Path, backend: str):
+    r = episode(tmp_path, backend, "fork-bomb", "bomb() { bomb | bomb & }; bomb; sleep 2; echo hello > /app/out.txt",
                 toml="[agent]\ntimeout_sec = 15\n")
     assert r.scored and "pids_limit" in r.resource_events
     # The engine goes on: a normal episode right after still works.
-    assert episode(tmp_path, "after-bomb", "echo hello > /app/out.txt").success
+    assert episode(tmp_path, backend, "after-bomb", "echo hello > /app/out.txt").success
 
 
-def test_memory_hog_is_killed_and_reported(tmp_path: Path):
-    r = episode(tmp_path, "hog", "python3 -c 'x = bytearray(1024 * 1024 * 1024)'",
+def test_memory_hog_is_killed_and_reported(tmp_path: Path, backend: str):
+    r = episode(tmp_path, backend, "hog", "python3 -c 'x = bytearray(1024 * 1024 * 1024)'",
                 toml="[environment]\nmemory_mb = 128\n")
     assert not r.success and r.failure_mode == "oom_killed" and "oom_kill" in r.resource_events
 
 
 @pytest.mark.parametrize("target", ["/app/fill", "/fill", "/tmp/fill"])
-def test_disk_fill_is_capped_and_verification_still_runs(tmp_path: Path, target: str):
+def test_disk_fill_is_capped_and_verification_still_runs(tmp_path: Path, target: str, backend: str):
     name = "fill" + target.replace("/", "-")
-    r = episode(tmp_path, name, f"head -c 5G /dev/zero > {target}; echo hello > /app/out.txt",
+    r = episode(tmp_path, backend, name, f"head -c 5G /dev/zero > {target}; echo hello > /app/out.txt",
                 toml="[environment]\nstorage_mb = 32\nmemory_mb = 512\n")
     assert r.scored, r.error
     assert r.checks_total == 2  # the verifier ran and reported, even with the disk full
+    assert "disk_limit" in r.resource_events
 
 
-def test_output_flood_is_capped(tmp_path: Path):
-    r = episode(tmp_path, "flood", "yes 'flooding the engine with output'", toml="[agent]\ntimeout_sec = 4\n")
+def test_output_flood_is_capped(tmp_path: Path, backend: str):
+    r = episode(tmp_path, backend, "flood", "yes 'flooding the engine with output'", toml="[agent]\ntimeout_sec = 4\n")
     assert r.status == "agent_timeout" and "output_capped" in r.resource_events
     (step,) = r.steps
     assert len(step.output) < 1_200_000  # head and tail kept, the rest dropped
 
 
-def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path):
+def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path, backend: str):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -127,7 +137,7 @@ def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path):
              " getent hosts pypi.org > /dev/null && echo resolved > /app/dns || echo failed > /app/dns")
     test = ctrf_test(("loopback_blocked", 'test "$(cat /app/net)" = blocked'),
                      ("dns_fails", 'test "$(cat /app/dns)" = failed'))
-    r = episode(tmp_path, "net", solve, test=test)
+    r = episode(tmp_path, backend, "net", solve, test=test)
     stop.set()
     t.join()
     server.close()
@@ -135,31 +145,40 @@ def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path):
     assert accepted == []
 
 
-def test_writes_outside_the_workspace_leave_the_host_unchanged(tmp_path: Path):
+def test_writes_outside_the_workspace_leave_the_host_unchanged(tmp_path: Path, backend: str):
     marker = tmp_path / "host-file"
     marker.write_text("original")
     solve = (f"echo changed > {marker}; touch /usr/bin/trsi-evil /etc/trsi-evil; "
              f"test -e {marker} && echo visible > /app/out.txt || echo hello > /app/out.txt")
-    r = episode(tmp_path, "escape", solve)
+    r = episode(tmp_path, backend, "escape", solve)
     assert r.success  # the host path was not even visible
     assert marker.read_text() == "original"
     assert not Path("/usr/bin/trsi-evil").exists() and not Path("/etc/trsi-evil").exists()
 
 
-def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path):
+def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend: str):
     victim = load_task(write_task(tmp_path, "victim", solve="sleep 60", toml="[agent]\ntimeout_sec = 90\n"))
     bystander = load_task(write_task(tmp_path, "bystander", solve="sleep 1; echo hello > /app/out.txt"))
-    runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
+    runner = EpisodeRunner(config=CONFIGS[backend], backend=backend, store=None, bus=None)
+
+    def kill(sandbox) -> bool:
+        if backend == "local" and sandbox._init_pid:  # noqa: SLF001 - SIGKILL the namespace's init
+            os.kill(sandbox._init_pid, signal.SIGKILL)  # noqa: SLF001
+            return True
+        if backend == "docker" and sandbox._session is not None:  # noqa: SLF001 - `docker kill`
+            sandbox._container.kill()  # noqa: SLF001
+            return True
+        return False
 
     def assassin() -> None:
-        # An outside killer: find the victim's sandbox and SIGKILL its namespace's init.
-        deadline = time.monotonic() + 20
+        # An outside killer: find the victim's sandbox once its agent is at work, and kill it.
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             for sandbox in list(runner._live.values()):  # noqa: SLF001
-                if sandbox.spec.name == "victim" and sandbox._init_pid:  # noqa: SLF001
-                    time.sleep(0.5)
-                    os.kill(sandbox._init_pid, signal.SIGKILL)  # noqa: SLF001
-                    return
+                if sandbox.spec.name == "victim":
+                    time.sleep(1.0)
+                    if kill(sandbox):
+                        return
             time.sleep(0.05)
 
     threading.Thread(target=assassin, daemon=True).start()
