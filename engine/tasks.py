@@ -1,5 +1,7 @@
 """Tasks in the native (Harbor / Terminal-Bench 2.x) layout, and suites of them.
 
+Classic Terminal-Bench tasks (task.yaml) load too: see engine/task_import.py.
+
     task.toml          [metadata] [agent] timeout_sec [verifier] timeout_sec, env
                        [environment] cpus, memory_mb | memory, storage_mb, allow_internet
     instruction.md     what the agent is told
@@ -129,6 +131,15 @@ def load_task(path: Path, split: str | None = None) -> Task:
     path = Path(path)
     if not path.is_dir():
         raise TaskLoadError(path, "not a directory")
+    from engine.task_import import TaskImportError, cached_conversion, is_classic
+
+    if is_classic(path):
+        # Classic Terminal-Bench: run the converted copy (same name, cached by content).
+        try:
+            converted = cached_conversion(path)
+        except (TaskImportError, OSError) as exc:
+            raise TaskLoadError(path, f"classic Terminal-Bench task: {exc}") from None
+        return load_task(converted, split)
     toml_path = path / "task.toml"
     if not toml_path.is_file():
         raise TaskLoadError(path, "missing task.toml")
@@ -184,7 +195,7 @@ def load_task(path: Path, split: str | None = None) -> Task:
 
 
 def _looks_like_task(path: Path) -> bool:
-    return any((path / marker).exists() for marker in ("task.toml", "instruction.md", "tests"))
+    return any((path / marker).exists() for marker in ("task.toml", "task.yaml", "instruction.md", "tests"))
 
 
 def load_suite(root: Path) -> Suite:

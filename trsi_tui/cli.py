@@ -149,6 +149,26 @@ def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None,
     ctx.exit(0 if checks and valid == len(checks) else 1)
 
 
+@tasks.command("import")
+@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+def tasks_import(src: Path, dest: Path) -> None:
+    """Convert classic Terminal-Bench tasks (task.yaml) and copy Harbor tasks under SRC into
+    DEST in the native layout, one directory per task. Existing tasks in DEST are not touched."""
+    from engine.task_import import import_tasks
+
+    dest.mkdir(parents=True, exist_ok=True)
+    done, errors = import_tasks(src, dest)
+    table = _table(f"imported {len(done)} tasks into {dest}", "task", "format", "from", "to")
+    for t in done:
+        table.add_row(t.name, t.format, str(t.source), str(t.dest))
+    out.print(table)
+    for path, reason in errors:
+        err.print(f"[red]not imported[/] {path}: {reason}")
+    if errors:
+        raise SystemExit(1)
+
+
 # -- eval -------------------------------------------------------------------------------------
 @cli.command("eval")
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
