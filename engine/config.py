@@ -20,6 +20,8 @@ class _Section(BaseModel):
 class DockerConfig(_Section):
     # Image names that cannot be pulled here -> local images, e.g. {"ubuntu:24.04" = "trsi-tui/base:bookworm"}.
     aliases: dict[str, str] = Field(default_factory=dict)
+    # Started containers kept ready per image and limits: hides container start latency.
+    warm_pool: int = Field(0, ge=0, le=16)
 
 
 class SandboxConfig(_Section):
@@ -94,6 +96,9 @@ backend = "local"          # local (bubblewrap); docker arrives with the Docker 
 pids_limit = 512           # per sandbox
 disk_mb = 2048             # size cap of each writable filesystem in a sandbox
 setup_timeout_sec = 300    # environment/setup.sh
+
+[sandbox.docker]
+warm_pool = 0              # started containers kept ready per image (hides start latency)
 
 [sandbox.docker.aliases]   # images that cannot be pulled here -> local images
 # "ubuntu:24.04" = "trsi-tui/base:bookworm"

@@ -83,6 +83,7 @@ def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
         environment_dir=task.environment_dir if task.dockerfile else None,
         image=env.docker_image,
         image_aliases=tuple(sorted(config.sandbox.docker.aliases.items())),
+        warm_pool=config.sandbox.docker.warm_pool,
     )
 
 
@@ -177,6 +178,7 @@ def run_episode(
         sandbox.prepare_for_verification()
         outcome: VerifierOutcome = run_verifier(sandbox, task)
         phases["verifier"] = time.monotonic() - t
+        phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
         return infra("sandbox_error", str(exc), agent_run)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run

@@ -47,6 +47,8 @@ class SandboxSpec:
     environment_dir: Path | None = None
     image: str | None = None
     image_aliases: tuple[tuple[str, str], ...] = ()
+    # Docker: how many started containers to keep ready per image and limits (0 = none).
+    warm_pool: int = 0
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ by a process that died.
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import subprocess
@@ -56,6 +57,74 @@ def image_can_isolate(image: str) -> bool:
             except Exception:  # noqa: BLE001 - a non-zero exit or no /bin/sh: no private view
                 _image_can_isolate[image] = False
         return _image_can_isolate[image]
+
+
+class WarmPool:
+    """Started containers with a live session shell, ready to hand out, per image and limits."""
+
+    def __init__(self) -> None:
+        self._ready: dict[tuple, list] = {}
+        self._filling: set[tuple] = set()
+        self._lock = threading.Lock()
+        atexit.register(self.drain)
+
+    def take(self, key: tuple):
+        with self._lock:
+            items = self._ready.get(key) or []
+            while items:
+                container, shell, pid = items.pop()
+                if shell.alive:
+                    return container, shell, pid
+                _discard(container, shell)
+        return None
+
+    def refill(self, key: tuple, size: int, make) -> None:
+        with self._lock:
+            if key in self._filling or len(self._ready.get(key, [])) >= size:
+                return
+            self._filling.add(key)
+
+        def fill() -> None:
+            try:
+                while True:
+                    with self._lock:
+                        if len(self._ready.get(key, [])) >= size:
+                            return
+                    item = make()
+                    with self._lock:
+                        self._ready.setdefault(key, []).append(item)
+            except Exception:  # noqa: BLE001 - a failed refill only costs the next start its latency
+                return
+            finally:
+                with self._lock:
+                    self._filling.discard(key)
+
+        threading.Thread(target=fill, name="docker-warm-pool", daemon=True).start()
+
+    def size(self, key: tuple | None = None) -> int:
+        with self._lock:
+            return sum(len(v) for k, v in self._ready.items() if key is None or k == key)
+
+    def drain(self) -> None:
+        with self._lock:
+            items = [i for v in self._ready.values() for i in v]
+            self._ready.clear()
+        for container, shell, _ in items:
+            _discard(container, shell)
+
+
+def _discard(container, shell) -> None:
+    try:
+        shell.kill()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        container.remove(force=True)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+POOL = WarmPool()
 
 
 def remove_orphans() -> int:
@@ -108,17 +177,35 @@ class DockerSandbox(Sandbox):
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        docker = client()
+        client()  # fail fast, with the fix in the message, when no engine answers
         with DockerSandbox._orphans_lock:
             if not DockerSandbox._orphans_checked:
                 DockerSandbox._orphans_checked = True
                 remove_orphans()
         image = task_image(self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases))
+        self._isolating = image_can_isolate(image)
+        key = self._pool_key(image)
+        ready = POOL.take(key) if self.spec.warm_pool > 0 else None
+        if ready is not None:
+            self._container, self._session, self._session_pid = ready
+            self._session.rebind(self._emitter("agent"), self._interrupt_session)
+        else:
+            self._container = self._create_container(image)
+            self._session = self._new_session()
+        if self.spec.warm_pool > 0:
+            POOL.refill(key, self.spec.warm_pool, lambda: self._pooled_item(image))
+        self._watchdog = threading.Thread(target=self._watch_disk, name="docker-disk-watch", daemon=True)
+        self._watchdog.start()
+
+    def _pool_key(self, image: str) -> tuple:
+        limits = self.spec.limits
+        return (image, limits, self._isolating, self.spec.workdir, self.spec.env)
+
+    def _create_container(self, image: str):
         limits = self.spec.limits
         mem = f"{limits.memory_mb}m"
-        self._isolating = image_can_isolate(image)
         try:
-            self._container = docker.containers.run(
+            return client().containers.run(
                 image,
                 cap_add=["SYS_ADMIN"] if self._isolating else None,
                 entrypoint=["/bin/sh", "-c", f"mkdir -p {self.spec.workdir} /logs && exec sleep infinity"],
@@ -137,9 +224,18 @@ class DockerSandbox(Sandbox):
             )
         except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
             raise SandboxError(f"could not start a container from {image}: {exc}") from None
-        self._session = self._new_session()
-        self._watchdog = threading.Thread(target=self._watch_disk, name="docker-disk-watch", daemon=True)
-        self._watchdog.start()
+
+    def _pooled_item(self, image: str):
+        """A started container with its session shell, built for the pool by a throwaway owner."""
+        holder = DockerSandbox(self.spec)
+        holder._isolating = self._isolating
+        holder._container = holder._create_container(image)
+        try:
+            holder._session = holder._new_session()
+        except SandboxError:
+            holder._container.remove(force=True)
+            raise
+        return holder._container, holder._session, holder._session_pid
 
     def _watch_disk(self) -> None:
         """overlay2 on ext4 has no quota: watch the writable layer and stop a fill in its tracks."""

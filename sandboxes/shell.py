@@ -144,6 +144,11 @@ class PipeShell:
     def alive(self) -> bool:
         return self.proc.poll() is None and not self._eof
 
+    def rebind(self, emit: Emit, interrupt: Callable[["PipeShell"], None]) -> None:
+        """Send output to a new owner (a warm-pool shell handed to a sandbox)."""
+        self._emit = emit
+        self._interrupt = interrupt
+
     def run(self, command: str, timeout: float) -> ExecResult:
         start = time.monotonic()
         nonce = secrets.token_hex(8)
@@ -228,15 +233,20 @@ def terminate(proc: subprocess.Popen) -> None:
     host's init, which on some machines never reaps it; the zombie then keeps the namespace's
     init from exiting.
     """
-    kill_pids(list(reversed(descendants(proc.pid))))
-    try:
-        proc.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    kids = descendants(proc.pid)
+    kill_pids(list(reversed(kids)))
+    if kids:
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=2)  # it reaps its children and exits by itself
+            return
         except subprocess.TimeoutExpired:
             pass
+    # No local children (a `docker exec` client), or it did not exit: kill it outright.
+    proc.kill()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def run_streamed(

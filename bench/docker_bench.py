@@ -1,0 +1,141 @@
+"""Docker sandbox speed, measured side by side with raw `docker exec`.
+
+    python bench/docker_bench.py [--starts 15] [--round-trips 300] [--concurrency 2] [--out FILE]
+
+Prints a table and writes JSON (default bench/results/docker.json):
+- start-to-ready, cold: create a container and its session shell until `true` answers (p50/p95);
+- start-to-ready, warm pool: the same when a started container is waiting in the pool;
+- round trip: `true` in a live session shell, and raw `docker exec <ctr> true` in the same run;
+- per-episode overhead of the oracle on the built-in suite: episode wall time minus the time
+  inside solve.sh and inside the verifier's exec of test.sh.
+Targets (issue 3): warm-pool start-to-ready under 100 ms; round trip within 5 ms of raw docker exec.
+Needs a running Docker engine and the base image (`trsi-tui sandbox build-base`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine.agents import OracleAgent  # noqa: E402
+from engine.config import parse_config  # noqa: E402
+from engine.paths import builtin_tasks_dir  # noqa: E402
+from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
+from engine.tasks import load_suite  # noqa: E402
+from sandboxes import SandboxSpec, create_sandbox  # noqa: E402
+from sandboxes.docker_sandbox import POOL  # noqa: E402
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def ms(values: list[float]) -> dict[str, float]:
+    return {"p50_ms": round(pct(values, 0.5) * 1e3, 2), "p95_ms": round(pct(values, 0.95) * 1e3, 2),
+            "mean_ms": round(statistics.mean(values) * 1e3, 2), "n": len(values)}
+
+
+def start_to_ready(n: int, warm: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        spec = SandboxSpec("bench", warm_pool=warm)
+        if warm:
+            deadline = time.monotonic() + 60
+            while POOL.size() < warm and time.monotonic() < deadline:
+                time.sleep(0.05)  # measure the warm path: wait until a container is waiting
+        t = time.perf_counter()
+        sb = create_sandbox("docker", spec)
+        sb.start()
+        sb.run("true", 10)
+        times.append(time.perf_counter() - t)
+        sb.stop()
+    return times
+
+
+def round_trips(n: int) -> tuple[list[float], list[float]]:
+    sb = create_sandbox("docker", SandboxSpec("bench"))
+    sb.start()
+    try:
+        for _ in range(10):
+            sb.run("true", 5)
+        shell = []
+        for _ in range(n):
+            t = time.perf_counter()
+            sb.run("true", 5)
+            shell.append(time.perf_counter() - t)
+        raw = []
+        cid = sb._container.id  # noqa: SLF001
+        for _ in range(max(10, n // 10)):
+            t = time.perf_counter()
+            subprocess.run(["docker", "exec", cid, "true"], check=True)
+            raw.append(time.perf_counter() - t)
+        return shell, raw
+    finally:
+        sb.stop()
+
+
+def suite_overhead(concurrency: int, warm: int) -> dict[str, float]:
+    config = parse_config(f'[sandbox]\nbackend = "docker"\n[sandbox.docker]\nwarm_pool = {warm}\n')
+    tasks = load_suite(builtin_tasks_dir()).tasks
+    runner = EpisodeRunner(config=config, backend="docker", store=None, bus=None)
+    t = time.perf_counter()
+    _, results = runner.run([EpisodeJob(task, OracleAgent) for task in tasks], kind="bench",
+                            agent_label="oracle", tasks_path="builtin", concurrency=concurrency)
+    wall = time.perf_counter() - t
+    overheads = [r.duration_s - sum(s.duration_s for s in r.steps) - r.phase_s.get("verifier_exec", 0.0)
+                 for r in results]
+    return {"concurrency": concurrency, "warm_pool": warm, "tasks": len(tasks), "wall_s": round(wall, 2),
+            "successes": sum(r.success for r in results), "episode_s_mean": round(
+                statistics.mean(r.duration_s for r in results), 3),
+            "overhead_s_p50": round(pct(overheads, 0.5), 3), "overhead_s_mean": round(statistics.mean(overheads), 3)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--starts", type=int, default=15)
+    ap.add_argument("--round-trips", type=int, default=300)
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "docker.json")
+    args = ap.parse_args()
+
+    cold = ms(start_to_ready(args.starts, warm=0))
+    warm = ms(start_to_ready(args.starts, warm=1))
+    POOL.drain()
+    shell, raw = round_trips(args.round_trips)
+    shell_ms, raw_ms = ms(shell), ms(raw)
+    suites = [suite_overhead(args.concurrency, 0), suite_overhead(args.concurrency, 2)]
+    POOL.drain()
+
+    print(f"{'measure':<40}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
+    for name, row in (("start-to-ready, cold", cold), ("start-to-ready, warm pool", warm),
+                      ("session round trip `true`", shell_ms), ("raw `docker exec <ctr> true`", raw_ms)):
+        print(f"{name:<40}{row['p50_ms']:>10.2f}{row['p95_ms']:>10.2f}{row['n']:>6}")
+    print(f"\n{'oracle, whole suite':<28}{'wall s':>8}{'ok':>8}{'episode s':>11}{'overhead s p50':>16}")
+    for row in suites:
+        label = f"-j {row['concurrency']}, warm pool {row['warm_pool']}"
+        print(f"{label:<28}{row['wall_s']:>8.2f}{str(row['successes']) + '/' + str(row['tasks']):>8}"
+              f"{row['episode_s_mean']:>11.3f}{row['overhead_s_p50']:>16.3f}")
+    targets = {"warm_start_p50_under_100ms": warm["p50_ms"] < 100,
+               "round_trip_within_5ms_of_raw_exec": shell_ms["p50_ms"] <= raw_ms["p50_ms"] + 5}
+    print("\ntargets:", ", ".join(f"{k}={'met' if v else 'MISSED'}" for k, v in targets.items()))
+    payload = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
+               "start_to_ready_cold": cold, "start_to_ready_warm": warm, "round_trip_true": shell_ms,
+               "raw_docker_exec_true": raw_ms, "oracle_suite": suites, "targets": targets}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
