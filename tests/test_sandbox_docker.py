@@ -121,3 +121,29 @@ def test_builtin_eval_split_on_docker():
     engine = Engine(DOCKER, Store(":memory:"))
     report, _ = engine.evaluate(None, agent="oracle", backend="docker", split="eval", concurrency=2)
     assert len(report.results) == 16 and report.summary["success_rate"] == 1.0
+
+
+def test_warm_pool_hands_out_a_ready_container_that_streams_to_its_new_owner():
+    from sandboxes.docker_sandbox import POOL
+
+    first = create_sandbox("docker", SandboxSpec("pool-a", warm_pool=1))
+    first.start()
+    deadline = time.monotonic() + 60
+    while POOL.size() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert POOL.size() >= 1
+    second = create_sandbox("docker", SandboxSpec("pool-b", warm_pool=1))
+    seen: list[str] = []
+    second.subscribe(lambda c: seen.append(c.text) if c.kind == "output" else None)
+    t = time.monotonic()
+    second.start()
+    started = time.monotonic() - t
+    try:
+        assert second._container.id != first._container.id  # noqa: SLF001
+        assert second.run("echo from-b", 5).output == "from-b\n"
+        assert "from-b\n" in "".join(seen)
+        assert started < 2.0
+    finally:
+        first.stop()
+        second.stop()
+        POOL.drain()
