@@ -31,18 +31,9 @@ from engine.config import parse_config  # noqa: E402
 from engine.paths import builtin_tasks_dir  # noqa: E402
 from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
 from engine.tasks import load_suite  # noqa: E402
+from timing import ms, pct  # noqa: E402
 from sandboxes import SandboxSpec, create_sandbox  # noqa: E402
 from sandboxes.docker_sandbox import POOL  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def ms(values: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(pct(values, 0.5) * 1e3, 2), "p95_ms": round(pct(values, 0.95) * 1e3, 2),
-            "mean_ms": round(statistics.mean(values) * 1e3, 2), "n": len(values)}
 
 
 def start_to_ready(n: int, warm: int) -> list[float]:

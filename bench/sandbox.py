@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -29,18 +28,9 @@ from engine.config import Config  # noqa: E402
 from engine.paths import builtin_tasks_dir  # noqa: E402
 from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
 from engine.tasks import load_suite  # noqa: E402
+from timing import ms  # noqa: E402
 from sandboxes import Limits, SandboxSpec, create_sandbox  # noqa: E402
 from sandboxes.local import _userland_binds, bwrap_path  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def ms(values: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(pct(values, 0.5) * 1e3, 3), "p95_ms": round(pct(values, 0.95) * 1e3, 3),
-            "mean_ms": round(statistics.mean(values) * 1e3, 3), "n": len(values)}
 
 
 def bench_start(n: int) -> list[float]:

@@ -17,10 +17,11 @@ import threading
 from pathlib import Path
 
 from sandboxes import private_view
-from sandboxes.base import pack_upload, Channel, ExecResult, OutputChunk, Sandbox, SandboxError, SandboxSpec
+from sandboxes.base import Channel, ExecResult, OutputChunk, SandboxError, SandboxSpec, pack_upload
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.procs import children, descendants, kill_pids
+from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -156,7 +157,7 @@ def _alive(pid: int) -> bool:
         return True
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(SessionSandbox):
     backend_name = "docker"
     _orphans_checked = False
     _orphans_lock = threading.Lock()
@@ -369,23 +370,6 @@ class DockerSandbox(Sandbox):
                        capture_output=True, timeout=30)
 
     # -- commands --------------------------------------------------------------------------
-    def run(self, command: str, timeout: float) -> ExecResult:
-        if self._session is None:
-            raise SandboxError("sandbox is not started")
-        self.emit(OutputChunk("agent", "command", command))
-        result = self._session.run(command, timeout)
-        if result.shell_restarted or not self._session.alive:
-            self._session.kill()
-            if not self.alive:
-                raise SandboxError("container died during the command")
-            self._session = self._new_session()
-            result = ExecResult(
-                result.output + f"\n[trsi: the shell exited; a new shell was started in {self.spec.workdir}]\n",
-                result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
-            )
-        self.emit(OutputChunk("agent", "exit", result.status_text))
-        return result
-
     def exec(self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None,
              env: dict[str, str] | None = None) -> ExecResult:
         self.emit(OutputChunk(channel, "command", command))

@@ -27,17 +27,17 @@ from pathlib import Path
 
 from sandboxes import private_view
 from sandboxes.base import (
-    pack_upload,
     Channel,
     ExecResult,
     OutputChunk,
-    Sandbox,
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
+    pack_upload,
 )
 from sandboxes.limits import LimitGroup, create_group
 from sandboxes.procs import children, descendants, kill_pids
+from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -67,7 +67,7 @@ def _userland_binds() -> list[str]:
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
 
-class LocalSandbox(Sandbox):
+class LocalSandbox(SessionSandbox):
     backend_name = "local"
 
     def __init__(self, spec: SandboxSpec) -> None:
@@ -239,23 +239,6 @@ class LocalSandbox(Sandbox):
             kill_pids(descendants(bash_pid))
 
     # -- commands --------------------------------------------------------------------------
-    def run(self, command: str, timeout: float) -> ExecResult:
-        if self._session is None:
-            raise SandboxError("sandbox is not started")
-        self.emit(OutputChunk("agent", "command", command))
-        result = self._session.run(command, timeout)
-        if result.shell_restarted or not self._session.alive:
-            self._session.kill()
-            if not self.alive:
-                raise SandboxError("sandbox died during the command")
-            self._session = self._new_session()
-            result = ExecResult(
-                result.output + "\n[trsi: the shell exited; a new shell was started in /app]\n",
-                result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
-            )
-        self.emit(OutputChunk("agent", "exit", result.status_text))
-        return result
-
     def exec(
         self,
         command: str,
