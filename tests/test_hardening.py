@@ -188,3 +188,20 @@ def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend
     assert by_task["victim"].status == "infra_error" and by_task["victim"].failure_mode == "sandbox_error"
     assert by_task["victim"].reward is None
     assert by_task["bystander"].success
+
+
+def test_tests_and_solution_are_not_there_during_the_turn(tmp_path: Path, backend: str):
+    spy = ("ls /tests > /app/seen_tests 2>&1; ls / > /app/root_listing; "
+           "cat /solution/solve.sh > /dev/null && echo hello > /app/out.txt")
+    test = ctrf_test(("tests_hidden", 'grep -q "No such file" /app/seen_tests'),
+                     ("no_tests_at_root", "! grep -qx tests /app/root_listing"),
+                     ("solution_was_readable_by_the_oracle_only", 'test "$(cat /app/out.txt)" = hello'))
+    r = episode(tmp_path, backend, "spy", spy, test=test)
+    assert r.success, r.checks
+
+
+def test_sleeping_past_the_agent_timeout_ends_the_turn(tmp_path: Path, backend: str):
+    t = time.monotonic()
+    r = episode(tmp_path, backend, "sleeper", "echo hello > /app/out.txt; sleep 600", toml="[agent]\ntimeout_sec = 2\n")
+    assert time.monotonic() - t < 30
+    assert r.status == "agent_timeout" and r.success  # the work done in time still counts
