@@ -1,0 +1,19 @@
+"""Agent harnesses: how a model is prompted, how its replies become shell commands, and how
+command results are shown back to it. Select one by name with `get_harness`."""
+
+from engine.harnesses.base import Action, Command, Harness, StepResult, truncate_middle
+from engine.harnesses.terminus_json import TerminusJson
+from engine.harnesses.tool_call import ToolCall
+from engine.harnesses.xml_bash import XmlBash
+
+HARNESSES: dict[str, type[Harness]] = {h.name: h for h in (TerminusJson, XmlBash, ToolCall)}
+
+
+def get_harness(name: str) -> Harness:
+    try:
+        return HARNESSES[name]()
+    except KeyError:
+        raise ValueError(f"unknown harness {name!r}; available: {', '.join(sorted(HARNESSES))}") from None
+
+
+__all__ = ["Action", "Command", "HARNESSES", "Harness", "StepResult", "get_harness", "truncate_middle"]

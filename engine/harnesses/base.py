@@ -1,0 +1,97 @@
+"""What every harness shares: the parsed action, command results, observation formatting."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+DEFAULT_OBSERVATION_CAP = 8 * 1024
+MAX_COMMAND_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Command:
+    keystrokes: str
+    # How long the agent is willing to wait for it (seconds); capped by the time left.
+    duration: float = 10.0
+
+
+@dataclass(frozen=True)
+class Action:
+    """One parsed reply. `error` is set when the reply could not be used; it is fed back."""
+
+    commands: tuple[Command, ...] = ()
+    done: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    command: Command
+    output: str
+    exit_code: int | None
+    timed_out: bool
+
+
+@dataclass
+class Turn:
+    """What a harness needs to render the next observation."""
+
+    results: list[StepResult] = field(default_factory=list)
+    parse_error: str = ""
+    time_left_s: float = 0.0
+
+
+def truncate_middle(text: str, cap: int) -> str:
+    """Keep the head and the tail within `cap` bytes (UTF-8), marking what was cut."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= cap:
+        return text
+    half = max(0, (cap - 64) // 2)
+    head = data[:half].decode("utf-8", errors="ignore")
+    tail = data[-half:].decode("utf-8", errors="ignore") if half else ""
+    return f"{head}\n[... {len(data) - 2 * half} bytes truncated ...]\n{tail}"
+
+
+class Harness(ABC):
+    name: str = ""
+    # Chat-template tools (OpenAI schema) for harnesses that use native tool calling.
+    tools: list[dict] | None = None
+
+    def __init__(self, observation_cap: int = DEFAULT_OBSERVATION_CAP) -> None:
+        self.observation_cap = observation_cap
+
+    @abstractmethod
+    def system_prompt(self) -> str: ...
+
+    def first_message(self, instruction: str, time_left_s: float) -> str:
+        return f"Task:\n{instruction.strip()}\n\nYou have {time_left_s:.0f} seconds. The working directory is /app."
+
+    @abstractmethod
+    def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
+        """Turn a model reply into an Action. Never raises: problems go into Action.error."""
+
+    def observation(self, turn: Turn) -> str:
+        parts: list[str] = []
+        if turn.parse_error:
+            parts.append(f"Your reply could not be used: {turn.parse_error}\n{self.format_reminder()}")
+        for r in turn.results:
+            status = "timed out" if r.timed_out else f"exit code {r.exit_code}"
+            parts.append(f"$ {r.command.keystrokes}\n{truncate_middle(r.output, self.observation_cap)}[{status}]")
+        if not parts:
+            parts.append("No command was run.")
+        parts.append(f"Time left: {turn.time_left_s:.0f} seconds.")
+        return "\n\n".join(parts)
+
+    def format_reminder(self) -> str:
+        return ""
+
+
+def clamp_duration(value: object, default: float = 10.0) -> float:
+    try:
+        d = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+    if d != d:  # NaN
+        return default
+    return min(max(d, 0.1), MAX_COMMAND_SECONDS)

@@ -1,0 +1,34 @@
+"""xml-bash: <bash>command</bash> runs a command, <done/> finishes."""
+
+from __future__ import annotations
+
+import re
+
+from engine.harnesses.base import Action, Command, Harness
+
+_BASH = re.compile(r"<bash>(.*?)</bash>", re.DOTALL)
+_DONE = re.compile(r"<done\s*/>|<done>\s*</done>")
+
+
+class XmlBash(Harness):
+    name = "xml-bash"
+
+    def system_prompt(self) -> str:
+        return (
+            "You are an expert Linux user working in a bash shell to complete a task.\n"
+            "To run a command, write it inside <bash></bash> tags, for example:\n"
+            "<bash>ls -la /app</bash>\n"
+            "You see its output in the next message. When the task is complete, write <done/>."
+        )
+
+    def format_reminder(self) -> str:
+        return "Write one command as <bash>...</bash>, or <done/> when the task is complete."
+
+    def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
+        commands = tuple(Command(m.strip()) for m in _BASH.findall(text) if m.strip())
+        done = bool(_DONE.search(text))
+        if commands or done:
+            return Action(commands, done)
+        if "<bash>" in text:
+            return Action(error="a <bash> tag was opened but never closed with </bash>")
+        return Action(error="no <bash>...</bash> command and no <done/> was found")

@@ -1,0 +1,92 @@
+"""Harness parsers against well-formed, garbled, truncated and adversarial model output."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.harnesses import HARNESSES, get_harness
+from engine.harnesses.base import StepResult, Turn, truncate_middle
+from engine.harnesses.base import Command
+
+GARBAGE = ["", "   ", "I think we should list the files.", "{{{{", "}", "<bash>", "```json\n{\"commands\": [",
+           "\x00\x01\x02", "null", "[]", "{\"commands\": 7}", "<tool_call>{not json}</tool_call>",
+           "a" * 100_000, "{" * 5000]
+
+
+@pytest.mark.parametrize("name", sorted(HARNESSES))
+@pytest.mark.parametrize("text", GARBAGE)
+def test_garbage_never_raises_and_explains(name: str, text: str):
+    action = get_harness(name).parse(text)
+    assert action.error or action.done or action.commands
+    if not (action.done or action.commands):
+        assert len(action.error) > 10
+
+
+def test_terminus_json_in_prose_and_fences():
+    h = get_harness("terminus-json")
+    text = ('Sure! Here is my answer:\n```json\n{"analysis": "a", "plan": "p", "commands": '
+            '[{"keystrokes": "ls -la\\n", "duration": 0.5}, {"keystrokes": "cat x"}], "task_complete": false}\n```')
+    a = h.parse(text)
+    assert [c.keystrokes for c in a.commands] == ["ls -la", "cat x"]
+    assert a.commands[0].duration == 0.5 and not a.done and not a.error
+
+
+def test_terminus_json_done_without_commands_and_bad_shapes():
+    h = get_harness("terminus-json")
+    assert h.parse('{"commands": [], "task_complete": true}').done
+    assert "keystrokes" in h.parse('{"commands": [{"cmd": "ls"}], "task_complete": false}').error
+    assert "nothing to do" in h.parse('{"commands": [], "task_complete": false}').error
+    # Adversarial durations are clamped, never trusted.
+    a = h.parse('{"commands": [{"keystrokes": "sleep 1", "duration": 1e12}], "task_complete": false}')
+    assert a.commands[0].duration == 120.0
+    assert h.parse('{"commands": [{"keystrokes": "x", "duration": "NaN"}]}').commands[0].duration == 10.0
+
+
+def test_terminus_json_truncated_reply():
+    a = get_harness("terminus-json").parse('{"analysis": "a", "commands": [{"keystrokes": "ls"')
+    assert a.error and not a.commands
+
+
+def test_xml_bash_commands_done_and_unclosed():
+    h = get_harness("xml-bash")
+    a = h.parse("First <bash>cd /app</bash> then <bash>\nwc -l input.txt\n</bash>")
+    assert [c.keystrokes for c in a.commands] == ["cd /app", "wc -l input.txt"] and not a.done
+    assert h.parse("All finished. <done/>").done
+    assert "never closed" in h.parse("<bash>ls -la").error
+    # A fake "done" inside a command is still a command, not a finish.
+    a = h.parse("<bash>echo '<done>'</bash>")
+    assert a.commands and not a.done
+
+
+def test_tool_call_native_and_textual():
+    h = get_harness("tool-call")
+    native = [{"type": "function", "function": {"name": "bash", "arguments": '{"command": "ls /app"}'}}]
+    assert h.parse("", tool_calls=native).commands[0].keystrokes == "ls /app"
+    a = h.parse('<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>'
+                '<tool_call>{"name": "done", "arguments": {}}</tool_call>')
+    assert [c.keystrokes for c in a.commands] == ["pwd"] and a.done
+    assert "unknown tool" in h.parse('{"name": "rm_rf", "arguments": {}}').error
+    assert "not valid JSON" in h.parse("", tool_calls=[{"function": {"name": "bash", "arguments": "{oops"}}]).error
+    assert "non-empty" in h.parse('{"name": "bash", "arguments": {"command": ""}}').error
+    assert h.tools and {t["function"]["name"] for t in h.tools} == {"bash", "done"}
+
+
+def test_observation_truncates_head_and_tail_and_tells_the_time():
+    h = get_harness("xml-bash")
+    h.observation_cap = 200
+    out = "HEAD" + "x" * 10_000 + "TAIL"
+    text = h.observation(Turn([StepResult(Command("cat big"), out, 0, False)], time_left_s=42))
+    assert "HEAD" in text and "TAIL" in text and "bytes truncated" in text
+    assert "Time left: 42 seconds." in text and len(text) < 600
+
+
+def test_parse_errors_are_fed_back_with_the_format():
+    h = get_harness("terminus-json")
+    text = h.observation(Turn(parse_error="no JSON object", time_left_s=10))
+    assert "could not be used: no JSON object" in text and "keystrokes" in text
+
+
+def test_truncate_middle_is_utf8_safe():
+    s = "é" * 1000
+    t = truncate_middle(s, 100)
+    assert t.encode("utf-8") and "truncated" in t
