@@ -20,12 +20,24 @@ class AgentStep:
     exit_code: int | None
     timed_out: bool
     duration_s: float
+    # Model-driven steps: the reply, its exact sampled tokens, and what went wrong parsing it.
+    action_text: str = ""
+    token_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    prompt_tokens: int = 0
+    parse_error: str = ""
+    generation_s: float = 0.0
 
 
 @dataclass
 class AgentRun:
     steps: list[AgentStep] = field(default_factory=list)
     timed_out: bool = False
+    # done, turn_limit, token_budget, context_full, agent_timeout (model agents)
+    stop_reason: str = ""
+    # The episode's token buffer (model agents): ids and the mask of sampled tokens.
+    token_ids: list[int] = field(default_factory=list)
+    token_mask: list[int] = field(default_factory=list)
 
 
 class Agent(Protocol):

@@ -61,11 +61,30 @@ class Engine:
     def evaluate(
         self, tasks: str | Path | None, *, agent: str, backend: str | None = None,
         concurrency: int | None = None, attempts: int = 1, split: str | None = None,
+        model: str | None = None, harness: str = "xml-bash", temperature: float = 0.7, seed: int = 0,
+        max_turns: int = 20,
     ) -> tuple[EvalReport, Suite]:
-        make_agent(agent)  # fail fast on an unknown agent name
         suite = self.load_suite(tasks)
         chosen = suite.split(split) if split else suite.tasks
-        jobs = [EpisodeJob(t, lambda: make_agent(agent), attempt=a) for t in chosen for a in range(attempts)]
+        if agent == "model":
+            from engine.harnesses import get_harness
+            from engine.model_agent import ModelAgent
+            from engine.policy import PolicyError, load_policy
+
+            if not model:
+                raise PolicyError("--agent model needs --model SPEC")
+            get_harness(harness)  # fail fast on an unknown harness
+            policy = load_policy(model)  # loaded once, shared by every episode
+
+            def factory(attempt: int):
+                return lambda: ModelAgent(policy, get_harness(harness), temperature=temperature,
+                                          seed=seed * 1000 + attempt, max_turns=max_turns)
+        else:
+            make_agent(agent)  # fail fast on an unknown agent name
+
+            def factory(attempt: int):
+                return lambda: make_agent(agent)
+        jobs = [EpisodeJob(t, factory(a), attempt=a) for t in chosen for a in range(attempts)]
         self._runner = self._new_runner(backend)
         run_id, results = self._runner.run(
             jobs, kind="eval", agent_label=agent, tasks_path=str(suite.root),

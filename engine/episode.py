@@ -50,6 +50,10 @@ class EpisodeResult:
     phase_s: dict[str, float] = field(default_factory=dict)
     # Limits the sandbox hit (oom_kill, pids_limit) and output_capped: why a run went wrong.
     resource_events: tuple[str, ...] = ()
+    # Model agents: why the agent's turn ended, and the episode's token buffer with its mask.
+    stop_reason: str = ""
+    token_ids: tuple[int, ...] = ()
+    token_mask: tuple[int, ...] = ()
 
     @property
     def scored(self) -> bool:
@@ -63,7 +67,7 @@ class EpisodeResult:
             "success": self.success, "checks_passed": self.checks_passed,
             "checks_total": self.checks_total, "reward": self.reward,
             "failure_mode": self.failure_mode, "error": self.error,
-            "resource_events": list(self.resource_events),
+            "resource_events": list(self.resource_events), "stop_reason": self.stop_reason,
             "checks": [{"name": c.name, "status": c.status} for c in self.checks],
             "duration_s": round(self.duration_s, 3),
         }
@@ -190,6 +194,8 @@ def run_episode(
         phase("done")
 
     steps = tuple(agent_run.steps)
+    base.update(stop_reason=agent_run.stop_reason, token_ids=tuple(agent_run.token_ids),
+                token_mask=tuple(agent_run.token_mask))
     resource = tuple(sorted(events)) + (("output_capped",) if any(_capped(s) for s in steps) else ())
     if outcome.status != "ok":
         status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"

@@ -61,7 +61,16 @@ def _v2(db: sqlite_utils.Database) -> None:
     db["episodes"].add_column("resource_events", str)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2]
+def _v3(db: sqlite_utils.Database) -> None:
+    for name, kind in (("action_text", str), ("token_ids", str), ("logprobs", str), ("prompt_tokens", int),
+                       ("parse_error", str), ("generation_s", float)):
+        db["steps"].add_column(name, kind)
+    db["episodes"].add_column("stop_reason", str)
+    db["episode_tokens"].create({"episode_id": str, "ids": str, "mask": str}, pk="episode_id",
+                                foreign_keys=[("episode_id", "episodes", "id")])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -117,6 +126,12 @@ class StepRecord:
     exit_code: int | None
     timed_out: bool
     duration_s: float
+    action_text: str = ""
+    token_ids: tuple[int, ...] = ()
+    logprobs: tuple[float, ...] = ()
+    prompt_tokens: int = 0
+    parse_error: str = ""
+    generation_s: float = 0.0
 
 
 class Store:
@@ -187,15 +202,21 @@ class Store:
                 "failure_mode": r.failure_mode, "error": r.error, "verifier_source": r.verifier_source,
                 "verifier_output": r.verifier_output, "started_at": r.started_at,
                 "duration_s": r.duration_s, "phase_s": json.dumps(r.phase_s),
-                "resource_events": ",".join(r.resource_events),
+                "resource_events": ",".join(r.resource_events), "stop_reason": r.stop_reason,
             })
+            if r.token_ids:
+                self.db["episode_tokens"].insert({"episode_id": r.episode_id, "ids": json.dumps(list(r.token_ids)),
+                                                  "mask": json.dumps(list(r.token_mask))})
             self.db["checks"].insert_all(
                 {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
                 for i, c in enumerate(r.checks)
             )
             self.db["steps"].insert_all(
                 {"episode_id": r.episode_id, "idx": i, "command": s.command, "output": s.output,
-                 "exit_code": s.exit_code, "timed_out": int(s.timed_out), "duration_s": s.duration_s}
+                 "exit_code": s.exit_code, "timed_out": int(s.timed_out), "duration_s": s.duration_s,
+                 "action_text": s.action_text, "token_ids": json.dumps(list(s.token_ids)),
+                 "logprobs": json.dumps(list(s.logprobs)), "prompt_tokens": s.prompt_tokens,
+                 "parse_error": s.parse_error, "generation_s": s.generation_s}
                 for i, s in enumerate(r.steps)
             )
 
@@ -241,9 +262,20 @@ class Store:
         with self._lock:
             rows = list(self.db.query("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id]))
         return [
-            StepRecord(r["idx"], r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"])
+            StepRecord(r["idx"], r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"],
+                       r["action_text"] or "", tuple(json.loads(r["token_ids"] or "[]")),
+                       tuple(json.loads(r["logprobs"] or "[]")), r["prompt_tokens"] or 0, r["parse_error"] or "",
+                       r["generation_s"] or 0.0)
             for r in rows
         ]
+
+    def episode_tokens(self, episode_id: str) -> tuple[list[int], list[int]]:
+        """The episode's token buffer and its sampled-token mask (empty for scripted agents)."""
+        with self._lock:
+            rows = list(self.db.query("SELECT ids, mask FROM episode_tokens WHERE episode_id = ?", [episode_id]))
+        if not rows:
+            return [], []
+        return json.loads(rows[0]["ids"]), json.loads(rows[0]["mask"])
 
     def close(self) -> None:
         with self._lock:

@@ -149,11 +149,16 @@ class LocalSandbox(SessionSandbox):
         if self._session is not None:
             self._session.kill()
         if self._bwrap is not None:
-            kill_pids([self._bwrap.pid])
+            # The outer bwrap reaps its child (the namespace's init) and exits by itself; killing it
+            # first would leave that init a zombie of the host's pid 1.
             try:
-                self._bwrap.wait(timeout=5)
+                self._bwrap.wait(timeout=2)
             except subprocess.TimeoutExpired:
-                pass
+                kill_pids([self._bwrap.pid])
+                try:
+                    self._bwrap.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
             if self._bwrap.stderr is not None:
                 self._bwrap.stderr.close()
         for group in (self._group, self._verifier_group):

@@ -172,8 +172,15 @@ def tasks_import(src: Path, dest: Path) -> None:
 # -- eval -------------------------------------------------------------------------------------
 @cli.command("eval")
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
-@click.option("--agent", type=click.Choice(sorted(SCRIPTED_AGENTS)), required=True,
-              help="oracle runs solution/solve.sh; nop does nothing.")
+@click.option("--agent", type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]), required=True,
+              help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.")
+@click.option("--model", "model_spec", metavar="SPEC", default=None,
+              help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct) or gguf:PATH.")
+@click.option("--harness", type=click.Choice(["terminus-json", "tool-call", "xml-bash"]), default="xml-bash",
+              show_default=True, help="How the model is prompted and how its replies become commands.")
+@click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")
+@click.option("--max-turns", type=click.IntRange(1, 200), default=20, show_default=True)
 @click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
 @click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
 @click.option("--attempts", type=click.IntRange(1, 100), default=1, help="Episodes per task.")
@@ -181,16 +188,20 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.option("--json", "json_path", metavar="FILE", default=None,
               help="Write {results: [...], summary: {success_rate, ...}} as JSON.")
 @click.pass_context
-def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, backend: str | None, split: str | None,
+def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec: str | None, harness: str,
+             temperature: float, seed: int, max_turns: int, backend: str | None, split: str | None,
              attempts: int, concurrency: int | None, json_path: str | None) -> None:
     """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite."""
+    from engine.policy import PolicyError
+
     _check_backend(backend)
     engine = _engine(ctx)
     unsubscribe = engine.bus.subscribe(_progress())
     try:
         report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
-                                        attempts=attempts, split=split)
-    except SandboxError as exc:
+                                        attempts=attempts, split=split, model=model_spec, harness=harness,
+                                        temperature=temperature, seed=seed, max_turns=max_turns)
+    except (SandboxError, PolicyError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()

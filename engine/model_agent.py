@@ -1,0 +1,83 @@
+"""A model acting through a harness: prompt -> reply -> commands -> observation, turn by turn.
+
+The episode stops when the model says it is done, at the turn limit, when the token budget or
+the context is used up, or at the task's agent timeout. A reply that cannot be parsed is not an
+error of the run: the parse error goes back to the model as its observation and counts as a turn.
+"""
+
+from __future__ import annotations
+
+import time
+
+from engine.agents import AgentRun, AgentStep
+from engine.harnesses import Harness, StepResult
+from engine.harnesses.base import MAX_COMMAND_SECONDS, Turn
+from engine.tasks import Task
+from engine.token_buffer import TokenBuffer, check_prefix_preserving
+from sandboxes import Sandbox
+
+
+class ModelAgent:
+    name = "model"
+
+    def __init__(self, policy, harness: Harness, *, temperature: float = 0.7, seed: int | None = None,
+                 max_turns: int = 20, max_tokens_per_turn: int = 512, token_budget: int = 16384) -> None:
+        self.policy = policy
+        self.harness = harness
+        self.temperature = temperature
+        self.seed = seed
+        self.max_turns = max_turns
+        self.max_tokens_per_turn = max_tokens_per_turn
+        self.token_budget = token_budget
+
+    def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
+        tools = self.harness.tools
+        check_prefix_preserving(self.policy, tools)
+        messages = [{"role": "system", "content": self.harness.system_prompt()},
+                    {"role": "user", "content": self.harness.first_message(task.instruction, deadline - time.monotonic())}]
+        buf = TokenBuffer.start(self.policy, messages, tools)
+        run = AgentRun()
+        for turn in range(self.max_turns):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                run.timed_out, run.stop_reason = True, "agent_timeout"
+                break
+            room = self.token_budget - len(buf.ids)
+            if room <= 0:
+                run.stop_reason = "token_budget"
+                break
+            t0 = time.monotonic()
+            gen = self.policy.generate_ids(buf.ids, max_tokens=min(self.max_tokens_per_turn, room),
+                                           temperature=self.temperature,
+                                           seed=None if self.seed is None else self.seed * 1000 + turn)
+            if gen.finish_reason == "context_full":
+                run.stop_reason = "context_full"
+                break
+            buf.add_sampled(gen.token_ids)
+            action = self.harness.parse(gen.text, gen.tool_calls)
+            results: list[StepResult] = []
+            for cmd in action.commands:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                r = sandbox.run(cmd.keystrokes, timeout=min(left, max(cmd.duration, MAX_COMMAND_SECONDS)))
+                results.append(StepResult(cmd, r.output, r.exit_code, r.timed_out))
+            observation = self.harness.observation(Turn(results, action.error, max(0.0, deadline - time.monotonic())))
+            run.steps.append(AgentStep(
+                command="\n".join(c.keystrokes for c in action.commands), output=observation,
+                exit_code=results[-1].exit_code if results else None,
+                timed_out=any(r.timed_out for r in results), duration_s=time.monotonic() - t0,
+                action_text=gen.text, token_ids=gen.token_ids, logprobs=gen.logprobs,
+                prompt_tokens=gen.prompt_tokens, parse_error=action.error, generation_s=gen.seconds,
+            ))
+            if action.done and not action.error:
+                run.stop_reason = "done"
+                break
+            messages.append({"role": "assistant", "content": gen.text})
+            buf.add_observation(self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop",
+                                tools=tools)
+            messages.append({"role": "user", "content": observation})
+        else:
+            run.stop_reason = "turn_limit"
+        run.token_ids, run.token_mask = buf.ids, buf.mask
+        return run

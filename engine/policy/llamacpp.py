@@ -1,0 +1,115 @@
+"""llama.cpp (llama-cpp-python) serving a GGUF file, with the exact sampled token ids.
+
+Prompts are rendered with the chat template stored in the GGUF, then tokenized by llama.cpp.
+Sampling uses no truncation (top-k, top-p and min-p off, no repeat penalty), so the recorded
+log-probability of each sampled token is exactly its probability under softmax(logits / T),
+the distribution it was drawn from (raw softmax at temperature 0, which is greedy).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from engine.policy.base import Generation, PolicyError
+
+
+class LlamaCppPolicy:
+    def __init__(self, path: Path, *, name: str = "", n_ctx: int = 4096, threads: int | None = None) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise PolicyError("the llama.cpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
+        import jinja2.sandbox
+
+        self.name = name or f"gguf:{path}"
+        self.path = Path(path)
+        try:
+            self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
+        except (ValueError, RuntimeError) as exc:
+            raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
+        meta = self._llm.metadata
+        template = meta.get("tokenizer.chat_template")
+        if not template:
+            raise PolicyError(f"{path} carries no chat template (tokenizer.chat_template)")
+        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        self._template = env.from_string(template)
+        self._bos = self._token_text(self._llm.token_bos())
+        self._eos = self._token_text(self._llm.token_eos())
+        # End-of-turn tokens: EOS plus the template's turn terminator if the vocabulary has one.
+        self._stop_ids = {self._llm.token_eos()}
+        for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>"):
+            ids = self._llm.tokenize(marker.encode(), add_bos=False, special=True)
+            if len(ids) == 1:
+                self._stop_ids.add(ids[0])
+        self._lock = threading.Lock()
+        self.n_ctx = n_ctx
+        self._n_vocab = self._llm.n_vocab()
+
+    def _token_text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    # -- prompts ---------------------------------------------------------------------------
+    def render(self, messages: list[dict], *, add_generation_prompt: bool, tools: list[dict] | None = None) -> str:
+        return self._template.render(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
+                                     bos_token=self._bos, eos_token=self._eos)
+
+    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
+                      tools: list[dict] | None = None) -> list[int]:
+        text = self.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    # -- sampling --------------------------------------------------------------------------
+    @property
+    def stop_ids(self) -> frozenset[int]:
+        return frozenset(self._stop_ids)
+
+    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
+                 tools: list[dict] | None = None) -> Generation:
+        prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
+        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
+                     seed: int | None = None) -> Generation:
+        """Continue exactly the token ids given (an episode's token buffer)."""
+        if len(prompt) + 1 >= self.n_ctx:
+            return Generation("", (), (), len(prompt), "context_full")
+        budget = max(1, min(max_tokens, self.n_ctx - len(prompt) - 1))
+        start = time.monotonic()
+        ids: list[int] = []
+        logprobs: list[float] = []
+        finish = "length"
+        with self._lock:
+            if seed is not None:
+                self._llm.set_seed(seed)
+            self._llm.reset()
+            for token in self._llm.generate(prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0,
+                                            typical_p=1.0, repeat_penalty=1.0, reset=True):
+                # At yield time the context's last logits are the row this token was sampled from
+                # (llama-cpp-python keeps no Python copy unless logits_all, which costs memory).
+                logits = np.ctypeslib.as_array(self._llm._ctx.get_logits(), shape=(self._n_vocab,))
+                logprobs.append(_logprob(logits, token, temperature))
+                ids.append(int(token))
+                if token in self._stop_ids:
+                    finish = "stop"
+                    break
+                if len(ids) >= budget:
+                    break
+        text_ids = [t for t in ids if t not in self._stop_ids]
+        text = self._llm.detokenize(text_ids).decode("utf-8", errors="replace")
+        return Generation(text, tuple(ids), tuple(logprobs), len(prompt), finish, [], time.monotonic() - start)
+
+
+def _logprob(logits, token: int, temperature: float) -> float:
+    scaled = np.asarray(logits, dtype=np.float64)
+    if temperature > 0:
+        scaled = scaled / temperature
+    top = float(scaled.max())
+    log_z = top + math.log(float(np.exp(scaled - top).sum()))
+    return float(scaled[token] - log_z)

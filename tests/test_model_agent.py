@@ -1,0 +1,130 @@
+"""The bundled model acting for real on the CPU (llama.cpp), through each harness."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.agents import AgentRun
+from engine.config import Config
+from engine.episode import run_episode
+from engine.harnesses import get_harness
+from engine.model_agent import ModelAgent
+from engine.policy import PolicyError, parse_model_spec
+from engine.runner import EpisodeJob, EpisodeRunner
+from engine.store import Store
+from engine.tasks import load_task
+from engine.token_buffer import TokenBuffer, check_prefix_preserving
+from tests.conftest import EXAMPLE_TASK
+
+if not os.environ.get("CI"):  # in CI they always run: .ci/setup installs the model backend
+    pytest.importorskip("llama_cpp", reason="the model backend needs llama-cpp-python (installed by .ci/setup)")
+
+
+@pytest.fixture(scope="module")
+def policy():
+    from engine.policy import load_policy
+
+    return load_policy("bundled:smollm2-135m", n_ctx=2048)
+
+
+def test_model_specs_are_checked():
+    assert str(parse_model_spec("bundled:smollm2-135m")) == "bundled:smollm2-135m"
+    with pytest.raises(PolicyError, match="not KIND:TARGET"):
+        parse_model_spec("smollm2")
+    with pytest.raises(PolicyError, match="GGUF file not found"):
+        parse_model_spec("gguf:/nope.gguf")
+    with pytest.raises(PolicyError, match="not built yet"):
+        parse_model_spec("openai:http://127.0.0.1:8000#m")
+
+
+def test_generation_returns_exact_tokens_and_logprobs(policy):
+    msgs = [{"role": "user", "content": "Say hi."}]
+    a = policy.generate(msgs, max_tokens=12, temperature=0.0, seed=1)
+    b = policy.generate(msgs, max_tokens=12, temperature=0.0, seed=1)
+    assert a.token_ids == b.token_ids and len(a.token_ids) == len(a.logprobs) > 0
+    assert all(lp <= 0.0 for lp in a.logprobs)
+    # Greedy picks the most likely token: its probability is the largest, so at least 1/vocab.
+    assert all(lp > -12 for lp in a.logprobs)
+    assert a.text == policy._llm.detokenize([t for t in a.token_ids if t not in policy.stop_ids]).decode()  # noqa: SLF001
+
+
+def test_template_preserves_prefixes(policy):
+    check_prefix_preserving(policy)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("harness", ["xml-bash", "terminus-json", "tool-call"])
+def test_a_real_episode_is_recorded_token_for_token(policy, harness: str, tmp_path: Path):
+    store = Store(tmp_path / "db.sqlite")
+    runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
+    agent = lambda: ModelAgent(policy, get_harness(harness), temperature=0.7, seed=3, max_turns=3,  # noqa: E731
+                               max_tokens_per_turn=96)
+    run_id, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval",
+                                   agent_label="model", tasks_path="x", concurrency=1)
+    assert result.scored and result.stop_reason in {"done", "turn_limit", "token_budget", "agent_timeout"}
+    steps = store.steps(result.episode_id)
+    assert steps and len(steps) == len(result.steps)
+    ids, mask = store.episode_tokens(result.episode_id)
+    sampled = [t for t, m in zip(ids, mask) if m]
+    # The buffer's sampled tokens are exactly what the model generated, step after step.
+    assert sampled == [t for s in steps for t in s.token_ids]
+    assert all(len(s.token_ids) == len(s.logprobs) for s in steps)
+    # And the buffer is what the model saw: each step's prompt is the buffer up to that step.
+    offsets = [s.prompt_tokens for s in steps]
+    assert offsets == sorted(offsets) and offsets[0] == mask.index(1)
+
+
+def test_token_buffer_appends_observations_by_template_difference(policy):
+    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "do it"}]
+    buf = TokenBuffer.start(policy, msgs)
+    gen = policy.generate_ids(buf.ids, max_tokens=8, temperature=0.0)
+    buf.add_sampled(gen.token_ids)
+    msgs.append({"role": "assistant", "content": gen.text})
+    buf.add_observation(policy, msgs, "output here", sampled_stopped=gen.finish_reason == "stop")
+    rendered = policy.tokenize_chat(msgs + [{"role": "user", "content": "output here"}], add_generation_prompt=True)
+    # The observation part of the buffer ends exactly as the template renders the next prompt.
+    tail = rendered[-8:]
+    assert buf.ids[-8:] == tail
+    assert sum(buf.mask) == len(gen.token_ids)
+
+
+def test_unparseable_replies_are_fed_back_and_count_as_turns(policy, tmp_path: Path):
+    class Garbler:
+        """A policy wrapper whose replies are garbage: the episode must still end cleanly."""
+
+        name = "garbler"
+        stop_ids = policy.stop_ids
+
+        def tokenize_chat(self, *a, **kw):
+            return policy.tokenize_chat(*a, **kw)
+
+        def generate_ids(self, ids, **kw):
+            g = policy.generate_ids(ids, max_tokens=4, temperature=0.0)
+            return type(g)("}}{{ not a command", g.token_ids, g.logprobs, g.prompt_tokens, g.finish_reason)
+
+    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(Garbler(), get_harness("terminus-json"), max_turns=2),
+                    config=Config())
+    assert r.scored and r.stop_reason == "turn_limit" and len(r.steps) == 2
+    assert all(s.parse_error for s in r.steps)
+    assert "could not be used" in r.steps[0].output
+
+
+def test_agent_run_defaults_are_empty():
+    assert AgentRun().stop_reason == "" and AgentRun().token_ids == []
+
+
+def test_recorded_logits_are_the_sampling_row(policy):
+    import numpy as np
+
+    llm = policy._llm  # noqa: SLF001 - checking the backend against its own logits
+    prompt = policy.tokenize_chat([{"role": "user", "content": "Write the number 5."}], add_generation_prompt=True)
+    llm.reset()
+    for i, token in enumerate(llm.generate(prompt, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
+                                           reset=True)):
+        row = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))  # noqa: SLF001
+        assert int(np.argmax(row)) == token  # greedy: the sampled token is that row's argmax
+        if i >= 10:
+            break
