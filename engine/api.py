@@ -62,8 +62,9 @@ class Engine:
         self, tasks: str | Path | None, *, agent: str, backend: str | None = None,
         concurrency: int | None = None, attempts: int = 1, split: str | None = None,
         model: str | None = None, harness: str = "xml-bash", temperature: float = 0.7, seed: int = 0,
-        max_turns: int = 20,
+        seeds: int = 1, max_turns: int = 20,
     ) -> tuple[EvalReport, Suite]:
+        """Every chosen task runs `attempts` x `seeds` episodes; seed s samples with seed+s."""
         suite = self.load_suite(tasks)
         chosen = suite.split(split) if split else suite.tasks
         if agent == "model":
@@ -76,15 +77,16 @@ class Engine:
             get_harness(harness)  # fail fast on an unknown harness
             policy = load_policy(model)  # loaded once, shared by every episode
 
-            def factory(attempt: int):
+            def factory(s: int, a: int):
                 return lambda: ModelAgent(policy, get_harness(harness), temperature=temperature,
-                                          seed=seed * 1000 + attempt, max_turns=max_turns)
+                                          seed=(seed + s) * 1000 + a, max_turns=max_turns)
         else:
             make_agent(agent)  # fail fast on an unknown agent name
 
-            def factory(attempt: int):
+            def factory(s: int, a: int):
                 return lambda: make_agent(agent)
-        jobs = [EpisodeJob(t, factory(a), attempt=a) for t in chosen for a in range(attempts)]
+        jobs = [EpisodeJob(t, factory(s, a), attempt=s * attempts + a)
+                for t in chosen for s in range(seeds) for a in range(attempts)]
         self._runner = self._new_runner(backend)
         run_id, results = self._runner.run(
             jobs, kind="eval", agent_label=agent, tasks_path=str(suite.root),

@@ -17,6 +17,7 @@ from engine.config import Config
 from engine.episode import EpisodeResult, run_episode
 from engine.events import EpisodeFinished, EpisodeStarted, EventBus, RunFinished, RunStarted
 from engine.store import Store
+from engine.stats import bootstrap_pass_at_1, by_task, pass_at_k
 from engine.tasks import Task
 from sandboxes import Sandbox
 
@@ -29,10 +30,22 @@ class EpisodeJob:
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, object]:
-    """Success rate over scored episodes; infrastructure failures are counted, never scored."""
+    """Success rate over scored episodes; infrastructure failures are counted, never scored.
+
+    pass@1 weighs tasks equally and carries a task-bootstrap 95% interval; pass@k is the
+    unbiased estimator for every k up to the smallest number of scored episodes per task.
+    """
     scored = [r for r in results if r.scored]
     successes = sum(1 for r in scored if r.success)
+    passes: dict[str, object] = {"pass_at_1": None, "ci95": None, "pass_at_k": {}}
+    groups = by_task((r.task, r.success) for r in scored)
+    if groups:
+        interval = bootstrap_pass_at_1(groups)
+        passes = {"pass_at_1": round(interval.estimate, 4), "ci95": interval.as_list(),
+                  "pass_at_k": {str(k): round(pass_at_k(groups, k), 4)
+                                for k in range(1, min(len(v) for v in groups.values()) + 1)}}
     return {
+        **passes,
         "episodes": len(results),
         "scored": len(scored),
         "successes": successes,

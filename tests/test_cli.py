@@ -84,3 +84,25 @@ def test_config_init_then_show(tmp_path: Path):
     assert invoke("config", "init", home=tmp_path).exit_code == 1  # refuses to overwrite
     shown = invoke("config", "show", home=tmp_path)
     assert '"alpha": 0.5' in shown.output
+
+
+def test_eval_reports_pass_at_k_with_an_interval_and_compares_runs(tmp_path: Path):
+    out = tmp_path / "oracle.json"
+    r = invoke("eval", "--agent", "oracle", "--split", "eval", "--attempts", "2", "--seeds", "2", "-j", "4",
+               "--json", str(out), home=tmp_path)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["episodes"] == 16 * 4
+    assert summary["pass_at_1"] == 1.0 and summary["ci95"] == [1.0, 1.0]
+    assert set(summary["pass_at_k"]) == {"1", "2", "3", "4"}
+    assert "per task" in r.output and "pass@1 1.000" in r.output
+    assert invoke("eval", "--agent", "nop", "--split", "eval", "-j", "4", home=tmp_path).exit_code == 0
+    runs = [run.id for run in Store(tmp_path / "trsi.db").runs()]
+    cmp = invoke("eval", "compare", runs[0], runs[1], home=tmp_path)
+    assert cmp.exit_code == 0 and "16 shared tasks" in cmp.output and "difference +1.000" in cmp.output
+    assert "no stored run" in invoke("eval", "compare", "nope", runs[0], home=tmp_path).output
+
+
+def test_eval_without_agent_is_a_usage_error(tmp_path: Path):
+    r = invoke("eval", home=tmp_path)
+    assert r.exit_code == 2 and "--agent" in r.output

@@ -170,9 +170,9 @@ def tasks_import(src: Path, dest: Path) -> None:
 
 
 # -- eval -------------------------------------------------------------------------------------
-@cli.command("eval")
+@cli.group("eval", invoke_without_command=True)
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
-@click.option("--agent", type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]), required=True,
+@click.option("--agent", type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]), default=None,
               help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.")
 @click.option("--model", "model_spec", metavar="SPEC", default=None,
               help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct) or gguf:PATH.")
@@ -183,24 +183,35 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.option("--max-turns", type=click.IntRange(1, 200), default=20, show_default=True)
 @click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
 @click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
-@click.option("--attempts", type=click.IntRange(1, 100), default=1, help="Episodes per task.")
+@click.option("--attempts", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Episodes per task and seed.")
+@click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Sampling seeds per task (seed, seed+1, ...); pass@1 is the mean over attempts and seeds.")
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
 @click.option("--json", "json_path", metavar="FILE", default=None,
               help="Write {results: [...], summary: {success_rate, ...}} as JSON.")
 @click.pass_context
 def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec: str | None, harness: str,
              temperature: float, seed: int, max_turns: int, backend: str | None, split: str | None,
-             attempts: int, concurrency: int | None, json_path: str | None) -> None:
-    """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite."""
+             attempts: int, seeds: int, concurrency: int | None, json_path: str | None) -> None:
+    """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite.
+
+    The summary gives pass@1 (tasks weigh equally) with a 95% task-bootstrap interval and the
+    unbiased pass@k. `trsi-tui eval compare RUN_A RUN_B` compares two stored runs.
+    """
     from engine.policy import PolicyError
 
+    if ctx.invoked_subcommand is not None:
+        return
+    if agent is None:
+        raise click.UsageError("Missing option '--agent' (oracle, nop or model).")
     _check_backend(backend)
     engine = _engine(ctx)
     unsubscribe = engine.bus.subscribe(_progress())
     try:
         report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
                                         attempts=attempts, split=split, model=model_spec, harness=harness,
-                                        temperature=temperature, seed=seed, max_turns=max_turns)
+                                        temperature=temperature, seed=seed, seeds=seeds, max_turns=max_turns)
     except (SandboxError, PolicyError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -214,11 +225,53 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec:
                       f"{r.checks_passed}/{r.checks_total}", "-" if r.reward is None else f"{r.reward:.2f}",
                       f"{r.duration_s:.1f}s")
     out.print(table)
+    by_task: dict[str, list] = {}
+    for r in report.results:
+        by_task.setdefault(r.task, []).append(r)
+    if any(len(v) > 1 for v in by_task.values()):
+        per_task = _table("per task", "task", "episodes", "successes", "pass@1", "infra errors")
+        for task, eps in by_task.items():
+            scored = [e for e in eps if e.scored]
+            rate = "-" if not scored else f"{sum(e.success for e in scored) / len(scored):.2f}"
+            per_task.add_row(task, str(len(eps)), str(sum(e.success for e in eps)), rate,
+                             str(len(eps) - len(scored)))
+        out.print(per_task)
     s = report.summary
     rate = "n/a" if s["success_rate"] is None else f"{s['success_rate']:.1%}"
     out.print(f"success rate {rate} ({s['successes']}/{s['scored']} scored episodes; "
               f"{s['infra_errors']} infrastructure errors)")
+    if s["pass_at_1"] is not None:
+        lo, hi = s["ci95"]
+        ks = ", ".join(f"pass@{k} {v:.3f}" for k, v in s["pass_at_k"].items())
+        out.print(f"pass@1 {s['pass_at_1']:.3f} (95% CI {lo:.3f}-{hi:.3f}, task bootstrap); {ks}")
     _write_json(json_path, report.to_json())
+
+
+@eval_cmd.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.pass_context
+def eval_compare(ctx: click.Context, run_a: str, run_b: str) -> None:
+    """Difference in pass@1 (RUN_B - RUN_A) on the tasks both runs share, with a paired 95% interval."""
+    from engine.stats import by_task, compare, pass_at_1
+
+    store = _engine(ctx).store
+    groups = []
+    for run_id in (run_a, run_b):
+        try:
+            store.run(run_id)
+        except KeyError:
+            raise click.ClickException(f"no stored run {run_id!r} (see `trsi-tui runs`)") from None
+        groups.append(by_task((e.task, e.success) for e in store.episodes(run_id) if e.reward is not None))
+    try:
+        diff = compare(*groups)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    shared = sorted(set(groups[0]) & set(groups[1]))
+    a = pass_at_1({t: groups[0][t] for t in shared})
+    b = pass_at_1({t: groups[1][t] for t in shared})
+    out.print(f"{len(shared)} shared tasks: pass@1 {a:.3f} ({run_a}) -> {b:.3f} ({run_b})")
+    out.print(f"difference {diff.estimate:+.3f} (95% CI {diff.low:+.3f} to {diff.high:+.3f}, paired task bootstrap)")
 
 
 # -- sandbox ----------------------------------------------------------------------------------

@@ -1,0 +1,78 @@
+"""Pass rates with honest uncertainty (pure functions).
+
+- pass@1: the mean success over all episodes (tasks x attempts x seeds), with a 95% interval
+  from a bootstrap that resamples *tasks* (episodes of one task are not independent).
+- pass@k: the unbiased estimator of Chen et al. (2021), 1 - C(n-c, k) / C(n, k) per task,
+  averaged over tasks (n episodes of a task, c of them successes).
+- A paired comparison of two runs on the tasks they share, with a bootstrap interval for the
+  difference in pass@1.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+
+    def as_list(self) -> list[float]:
+        return [round(self.low, 4), round(self.high, 4)]
+
+
+def by_task(outcomes: Iterable[tuple[str, bool]]) -> dict[str, list[bool]]:
+    grouped: dict[str, list[bool]] = defaultdict(list)
+    for task, success in outcomes:
+        grouped[task].append(bool(success))
+    return dict(grouped)
+
+
+def pass_at_k_task(n: int, c: int, k: int) -> float:
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} episodes per task, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_at_k(groups: dict[str, list[bool]], k: int) -> float:
+    if not groups:
+        raise ValueError("no episodes")
+    return sum(pass_at_k_task(len(v), sum(v), k) for v in groups.values()) / len(groups)
+
+
+def pass_at_1(groups: dict[str, list[bool]]) -> float:
+    """Mean over tasks of each task's success rate (tasks weigh equally)."""
+    return pass_at_k(groups, 1)
+
+
+def bootstrap_pass_at_1(groups: dict[str, list[bool]], *, samples: int = 2000, seed: int = 0,
+                        level: float = 0.95) -> Interval:
+    if not groups:
+        raise ValueError("no episodes")
+    rates = [sum(v) / len(v) for v in groups.values()]
+    rng = random.Random(seed)
+    n = len(rates)
+    means = sorted(sum(rates[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    lo = means[int((1 - level) / 2 * (samples - 1))]
+    hi = means[int((1 + level) / 2 * (samples - 1))]
+    return Interval(sum(rates) / n, lo, hi)
+
+
+def compare(a: dict[str, list[bool]], b: dict[str, list[bool]], *, samples: int = 2000, seed: int = 0) -> Interval:
+    """pass@1(b) - pass@1(a) on shared tasks, with a paired bootstrap interval."""
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError("the two runs share no task")
+    diffs = [sum(b[t]) / len(b[t]) - sum(a[t]) / len(a[t]) for t in shared]
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
+    return Interval(sum(diffs) / n, means[int(0.025 * (samples - 1))], means[int(0.975 * (samples - 1))])
