@@ -88,7 +88,8 @@ class LlamaCppPolicy:
         with self._lock:
             if seed is not None:
                 self._llm.set_seed(seed)
-            self._llm.reset()
+            # No reset(): generate() keeps the KV cache of the longest prefix shared with the previous
+            # call (an episode's buffer only grows) and always re-evaluates the last prompt token.
             for token in self._llm.generate(prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0,
                                             typical_p=1.0, repeat_penalty=1.0, reset=True):
                 # At yield time the context's last logits are the row this token was sampled from
