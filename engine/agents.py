@@ -38,6 +38,10 @@ class AgentRun:
     # The episode's token buffer (model agents): ids and the mask of sampled tokens.
     token_ids: list[int] = field(default_factory=list)
     token_mask: list[int] = field(default_factory=list)
+    # The opening messages (system prompt, task) and what produced the replies (model agents).
+    messages: list[dict] = field(default_factory=list)
+    harness: str = ""
+    model: str = ""
 
 
 class Agent(Protocol):

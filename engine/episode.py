@@ -54,6 +54,9 @@ class EpisodeResult:
     stop_reason: str = ""
     token_ids: tuple[int, ...] = ()
     token_mask: tuple[int, ...] = ()
+    messages: tuple[dict, ...] = ()
+    harness: str = ""
+    model: str = ""
 
     @property
     def scored(self) -> bool:
@@ -195,7 +198,8 @@ def run_episode(
 
     steps = tuple(agent_run.steps)
     base.update(stop_reason=agent_run.stop_reason, token_ids=tuple(agent_run.token_ids),
-                token_mask=tuple(agent_run.token_mask))
+                token_mask=tuple(agent_run.token_mask), messages=tuple(agent_run.messages),
+                harness=agent_run.harness, model=agent_run.model)
     resource = tuple(sorted(events)) + (("output_capped",) if any(_capped(s) for s in steps) else ())
     if outcome.status != "ok":
         status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"

@@ -36,7 +36,8 @@ class ModelAgent:
         messages = [{"role": "system", "content": self.harness.system_prompt()},
                     {"role": "user", "content": self.harness.first_message(task.instruction, deadline - time.monotonic())}]
         buf = TokenBuffer.start(self.policy, messages, tools)
-        run = AgentRun()
+        run = AgentRun(messages=[dict(m) for m in messages], harness=self.harness.name,
+                       model=getattr(self.policy, "name", ""))
         for turn in range(self.max_turns):
             left = deadline - time.monotonic()
             if left <= 0:

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -66,8 +66,8 @@ def _v3(db: sqlite_utils.Database) -> None:
                        ("parse_error", str), ("generation_s", float)):
         db["steps"].add_column(name, kind)
     db["episodes"].add_column("stop_reason", str)
-    db["episode_tokens"].create({"episode_id": str, "ids": str, "mask": str}, pk="episode_id",
-                                foreign_keys=[("episode_id", "episodes", "id")])
+    db["episode_tokens"].create({"episode_id": str, "ids": str, "mask": str, "messages": str, "harness": str,
+                                 "model": str}, pk="episode_id", foreign_keys=[("episode_id", "episodes", "id")])
 
 
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
@@ -109,6 +109,16 @@ class EpisodeRecord:
     error: str
     duration_s: float
     resource_events: tuple[str, ...] = ()
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    ids: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)
+    harness: str = ""
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -206,7 +216,9 @@ class Store:
             })
             if r.token_ids:
                 self.db["episode_tokens"].insert({"episode_id": r.episode_id, "ids": json.dumps(list(r.token_ids)),
-                                                  "mask": json.dumps(list(r.token_mask))})
+                                                  "mask": json.dumps(list(r.token_mask)),
+                                                  "messages": json.dumps(list(r.messages)), "harness": r.harness,
+                                                  "model": r.model})
             self.db["checks"].insert_all(
                 {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
                 for i, c in enumerate(r.checks)
@@ -249,6 +261,7 @@ class Store:
                 r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
                 r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
                 r["duration_s"], tuple(x for x in (r["resource_events"] or "").split(",") if x),
+                r["stop_reason"] or "",
             )
             for r in rows
         ]
@@ -271,11 +284,18 @@ class Store:
 
     def episode_tokens(self, episode_id: str) -> tuple[list[int], list[int]]:
         """The episode's token buffer and its sampled-token mask (empty for scripted agents)."""
+        model = self.episode_model(episode_id)
+        return model.ids, model.mask
+
+    def episode_model(self, episode_id: str) -> "ModelRecord":
+        """What a model episode was given and produced: opening messages, harness, model, buffer."""
         with self._lock:
-            rows = list(self.db.query("SELECT ids, mask FROM episode_tokens WHERE episode_id = ?", [episode_id]))
+            rows = list(self.db.query("SELECT * FROM episode_tokens WHERE episode_id = ?", [episode_id]))
         if not rows:
-            return [], []
-        return json.loads(rows[0]["ids"]), json.loads(rows[0]["mask"])
+            return ModelRecord()
+        r = rows[0]
+        return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r["messages"] or "[]"),
+                           r["harness"] or "", r["model"] or "")
 
     def close(self) -> None:
         with self._lock:

@@ -128,3 +128,30 @@ def test_recorded_logits_are_the_sampling_row(policy):
         assert int(np.argmax(row)) == token  # greedy: the sampled token is that row's argmax
         if i >= 10:
             break
+
+
+@pytest.mark.slow
+def test_export_jsonl_and_atif_carry_tokens_and_outcome(policy, tmp_path: Path):
+    import json
+
+    from engine.export import export_run
+
+    store = Store(tmp_path / "db.sqlite")
+    runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
+    agent = lambda: ModelAgent(policy, get_harness("terminus-json"), seed=5, max_turns=2,  # noqa: E731
+                               max_tokens_per_turn=64)
+    run_id, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
+                                   tasks_path="x", concurrency=1)
+    export_run(store, run_id, "jsonl", tmp_path / "run.jsonl")
+    (rec,) = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert rec["task"] == "count-lines" and rec["checks_total"] == 3 and rec["harness"] == "terminus-json"
+    assert rec["messages"][0]["role"] == "system" and rec["messages"][1]["content"].startswith("Task:")
+    assert [t for t, m in zip(rec["token_ids"], rec["loss_mask"]) if m] == [t for s in rec["steps"] for t in s["token_ids"]]
+    export_run(store, run_id, "atif", tmp_path / "run.atif.jsonl")
+    (traj,) = [json.loads(x) for x in (tmp_path / "run.atif.jsonl").read_text().splitlines()]
+    assert traj["schema_version"] == "ATIF-v1.4" and traj["session_id"] == result.episode_id
+    assert [s["source"] for s in traj["steps"][:2]] == ["system", "user"]
+    agent_steps = [s for s in traj["steps"] if s["source"] == "agent"]
+    assert len(agent_steps) == len(rec["steps"])
+    assert all(len(s["metrics"]["completion_token_ids"]) == len(s["metrics"]["logprobs"]) for s in agent_steps)
+    assert [s["step_id"] for s in traj["steps"]] == list(range(1, len(traj["steps"]) + 1))

@@ -274,6 +274,26 @@ def eval_compare(ctx: click.Context, run_a: str, run_b: str) -> None:
     out.print(f"difference {diff.estimate:+.3f} (95% CI {diff.low:+.3f} to {diff.high:+.3f}, paired task bootstrap)")
 
 
+# -- export -----------------------------------------------------------------------------------
+@cli.command("export")
+@click.option("--run", "run_id", required=True, help="A stored run id (see `trsi-tui runs`).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "atif"]), default="jsonl", show_default=True,
+              help="jsonl: one episode per line with messages, token ids, loss mask, checks, reward; "
+                   "atif: one ATIF-v1.4 trajectory per line.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def export_cmd(ctx: click.Context, run_id: str, fmt: str, file: Path) -> None:
+    """Write a run's episodes to FILE for other tools."""
+    from engine.export import export_run
+
+    store = _engine(ctx).store
+    try:
+        store.run(run_id)
+    except KeyError:
+        raise click.ClickException(f"no stored run {run_id!r} (see `trsi-tui runs`)") from None
+    out.print(f"wrote {export_run(store, run_id, fmt, file)} episodes to {file}")
+
+
 # -- sandbox ----------------------------------------------------------------------------------
 @cli.group()
 def sandbox() -> None:
