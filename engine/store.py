@@ -294,8 +294,8 @@ class Store:
         if not rows:
             return ModelRecord()
         r = rows[0]
-        return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r["messages"] or "[]"),
-                           r["harness"] or "", r["model"] or "")
+        return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r.get("messages") or "[]"),
+                           r.get("harness") or "", r.get("model") or "")
 
     def close(self) -> None:
         with self._lock:
