@@ -15,6 +15,7 @@ from typing import Callable, Literal
 from engine.agents import Agent, AgentRun, AgentStep
 from engine.config import Config
 from engine.events import EpisodePhase, EventBus, SandboxOutput
+from engine.policy.base import PolicyError
 from engine.reward import shaped_reward
 from engine.tasks import Task
 from engine.verifier import VerifierOutcome, run_verifier
@@ -188,6 +189,8 @@ def run_episode(
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
         return infra("sandbox_error", str(exc), agent_run)
+    except PolicyError as exc:  # the model failed to load or answer: not the agent's fault
+        return infra("policy_error", str(exc), agent_run)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
         return infra("internal_error", f"{type(exc).__name__}: {exc}", agent_run)
     finally:

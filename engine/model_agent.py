@@ -32,25 +32,34 @@ class ModelAgent:
 
     def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
         tools = self.harness.tools
-        check_prefix_preserving(self.policy, tools)
+        # Local models keep an exact token buffer; remote servers (no tokenizer here) run on messages.
+        buffered = hasattr(self.policy, "generate_ids")
+        if buffered:
+            check_prefix_preserving(self.policy, tools)
         messages = [{"role": "system", "content": self.harness.system_prompt()},
                     {"role": "user", "content": self.harness.first_message(task.instruction, deadline - time.monotonic())}]
-        buf = TokenBuffer.start(self.policy, messages, tools)
+        buf = TokenBuffer.start(self.policy, messages, tools) if buffered else TokenBuffer()
         run = AgentRun(messages=[dict(m) for m in messages], harness=self.harness.name,
                        model=getattr(self.policy, "name", ""))
+        used = 0  # tokens in context so far, for remote policies
         for turn in range(self.max_turns):
             left = deadline - time.monotonic()
             if left <= 0:
                 run.timed_out, run.stop_reason = True, "agent_timeout"
                 break
-            room = self.token_budget - len(buf.ids)
+            room = self.token_budget - (len(buf.ids) if buffered else used)
             if room <= 0:
                 run.stop_reason = "token_budget"
                 break
             t0 = time.monotonic()
-            gen = self.policy.generate_ids(buf.ids, max_tokens=min(self.max_tokens_per_turn, room),
-                                           temperature=self.temperature,
-                                           seed=None if self.seed is None else self.seed * 1000 + turn)
+            seed = None if self.seed is None else self.seed * 1000 + turn
+            max_tokens = min(self.max_tokens_per_turn, room)
+            if buffered:
+                gen = self.policy.generate_ids(buf.ids, max_tokens=max_tokens, temperature=self.temperature, seed=seed)
+            else:
+                gen = self.policy.generate(messages, max_tokens=max_tokens, temperature=self.temperature, seed=seed,
+                                           tools=tools)
+                used = gen.prompt_tokens + gen.n_generated
             if gen.finish_reason == "context_full":
                 run.stop_reason = "context_full"
                 break
@@ -75,8 +84,9 @@ class ModelAgent:
                 run.stop_reason = "done"
                 break
             messages.append({"role": "assistant", "content": gen.text})
-            buf.add_observation(self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop",
-                                tools=tools)
+            if buffered:
+                buf.add_observation(self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop",
+                                    tools=tools)
             messages.append({"role": "user", "content": observation})
         else:
             run.stop_reason = "turn_limit"

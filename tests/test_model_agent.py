@@ -37,7 +37,10 @@ def test_model_specs_are_checked():
     with pytest.raises(PolicyError, match="GGUF file not found"):
         parse_model_spec("gguf:/nope.gguf")
     with pytest.raises(PolicyError, match="not built yet"):
-        parse_model_spec("openai:http://127.0.0.1:8000#m")
+        parse_model_spec("hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert parse_model_spec("openai:http://127.0.0.1:8000/v1#smol").kind == "openai"
+    with pytest.raises(PolicyError, match="openai spec must be"):
+        parse_model_spec("openai:127.0.0.1:8000")
 
 
 def test_generation_returns_exact_tokens_and_logprobs(policy):
@@ -155,3 +158,62 @@ def test_export_jsonl_and_atif_carry_tokens_and_outcome(policy, tmp_path: Path):
     assert len(agent_steps) == len(rec["steps"])
     assert all(len(s["metrics"]["completion_token_ids"]) == len(s["metrics"]["logprobs"]) for s in agent_steps)
     assert [s["step_id"] for s in traj["steps"]] == list(range(1, len(traj["steps"]) + 1))
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    """The bundled model served over the OpenAI API on loopback by llama_cpp.server."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from engine.policy.bundled import bundled_model_path
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
+                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--logits_all", "true",
+                             "--model_alias", "smollm2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("llama_cpp.server exited")
+            time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_an_openai_compatible_server_acts_through_a_harness(llama_server: str, tmp_path: Path):
+    from engine.policy import load_policy
+
+    remote = load_policy(f"openai:{llama_server}#smollm2")
+    store = Store(tmp_path / "db.sqlite")
+    runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
+    agent = lambda: ModelAgent(remote, get_harness("xml-bash"), temperature=0.7, seed=2, max_turns=2,  # noqa: E731
+                               max_tokens_per_turn=64)
+    _, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
+                              tasks_path="x", concurrency=1)
+    assert result.scored and len(result.steps) == 2 and result.model.startswith("openai:")
+    steps = store.steps(result.episode_id)
+    assert all(s.action_text for s in steps) and all(s.prompt_tokens > 0 for s in steps)
+    assert all(s.logprobs and all(lp <= 0 for lp in s.logprobs) for s in steps)
+    assert store.episode_tokens(result.episode_id) == ([], [])  # no buffer without the server's tokenizer
+
+
+def test_an_unreachable_server_is_an_infrastructure_error():
+    from engine.policy import load_policy
+
+    remote = load_policy("openai:http://127.0.0.1:9/v1#nothing")
+    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(remote, get_harness("xml-bash"), max_turns=1), config=Config())
+    assert r.status == "infra_error" and r.failure_mode == "policy_error" and "openai:" in r.error
+    assert r.reward is None

@@ -21,6 +21,12 @@ class Generation:
     finish_reason: str = ""
     tool_calls: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    # Completion length when the ids themselves are not available (remote servers).
+    completion_tokens: int = 0
+
+    @property
+    def n_generated(self) -> int:
+        return len(self.token_ids) or self.completion_tokens
 
 
 class Policy(Protocol):

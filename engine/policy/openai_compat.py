@@ -1,0 +1,50 @@
+"""An OpenAI-compatible chat server (vLLM, SGLang, llama-server, llama_cpp.server, Ollama).
+
+The server owns the tokenizer, so episodes run in messages mode: replies, their log-probabilities
+when the server returns them, and prompt-token counts are recorded, but no token buffer (a remote
+server does not hand back sampled token ids in the OpenAI API).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from engine.policy.base import Generation, PolicyError
+
+
+class OpenAIPolicy:
+    def __init__(self, base_url: str, model: str, *, timeout: float = 300.0) -> None:
+        try:
+            from openai import OpenAI
+        except ImportError:
+            raise PolicyError("the OpenAI-compatible backend needs the openai package: pip install openai") from None
+        self.name = f"openai:{base_url}#{model}"
+        self.model = model
+        self._client = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
+                              timeout=timeout, max_retries=1)
+
+    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
+                 tools: list[dict] | None = None) -> Generation:
+        import openai
+
+        start = time.monotonic()
+        kwargs: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
+                        "temperature": temperature, "logprobs": True,
+                        # Some servers (llama_cpp.server) return logprobs only when top_logprobs is set.
+                        "top_logprobs": 1}
+        if seed is not None:
+            kwargs["seed"] = seed
+        if tools:
+            kwargs["tools"] = tools
+        try:
+            resp = self._client.chat.completions.create(**kwargs)
+        except openai.APIError as exc:
+            raise PolicyError(f"{self.name}: {exc}") from None
+        choice = resp.choices[0]
+        content = choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
+        calls = [tc.model_dump() for tc in (choice.message.tool_calls or [])]
+        usage = resp.usage
+        return Generation(choice.message.content or "", (), tuple(float(x.logprob) for x in content),
+                          usage.prompt_tokens if usage else 0, choice.finish_reason or "", calls,
+                          time.monotonic() - start, usage.completion_tokens if usage else 0)
