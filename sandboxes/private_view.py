@@ -35,19 +35,19 @@ def build(
     size_mb: int, collect_fd: int,
 ) -> PrivateRun:
     dirs = [*uploads, collect]
-    quoted = " ".join(shell_quote(d) for d in dirs)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for dest, src in uploads.items():
             tar.add(Path(src), arcname=dest.strip("/"))
-    lines = [
-        # Mount points must exist in the shared filesystem; whatever the agent left there (files,
-        # a symlink) is removed first, and a symlink that reappears is refused.
-        f"rm -rf -- {quoted} && mkdir -p -- {quoted} || exit {SETUP_FAILED}",
-    ]
+    lines: list[str] = []
     for d in map(shell_quote, dirs):
+        # The mount point must be a real directory. Its contents need no removal (the tmpfs hides
+        # them), which also avoids racing an agent process that keeps writing there. A symlink or
+        # a file is removed; one that reappears is refused, before and after the mount.
+        lines.append(f"if [ -L {d} ] || {{ [ -e {d} ] && [ ! -d {d} ]; }}; then rm -f -- {d}; fi; mkdir -p -- {d}")
         lines.append(f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
         lines.append(f"mount -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
+        lines.append(f"[ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
     for m in map(shell_quote, masks):
         # A masked file is covered by an empty one in this view only; the agent's copy stays.
         lines.append(f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
