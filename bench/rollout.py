@@ -32,12 +32,16 @@ from engine.tasks import load_suite  # noqa: E402
 
 
 def raw_generation_seconds(policy, steps) -> tuple[float, int]:
-    """Time raw llama.cpp to generate the same number of tokens from each step's exact prompt."""
+    """Time raw llama.cpp to generate the same number of tokens from each step's exact prompt.
+
+    Prompts are replayed in episode order without reset, so raw llama.cpp reuses its KV cache
+    across an episode's turns exactly as the policy does: the same llama.cpp work on both sides.
+    """
     llm = policy._llm  # noqa: SLF001 - the raw baseline is llama.cpp itself
     total, tokens = 0.0, 0
-    for prompt, n in steps:
-        llm.reset()
+    for prompt, n, seed in steps:
         t = time.perf_counter()
+        llm.set_seed(seed)  # the episode's seed for this turn: the same tokens, the same cache state
         for i, _ in enumerate(llm.generate(prompt, temp=0.7, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
                                            reset=True)):
             if i + 1 >= n:
@@ -84,10 +88,10 @@ def main() -> int:
     # The raw baseline: the same prompts and token counts as the concurrency-1 episodes.
     base = rows[0]
     prompts = []
-    for r in base["results"]:
+    for i, r in enumerate(sorted(base["results"], key=lambda r: r.episode_id)):
         ids = list(r.token_ids)
-        for s in r.steps:
-            prompts.append((ids[: s.prompt_tokens], max(1, len(s.token_ids))))
+        for turn, s in enumerate(r.steps):
+            prompts.append((ids[: s.prompt_tokens], max(1, len(s.token_ids)), i * 1000 + turn))
     raw_s, raw_tokens = raw_generation_seconds(policy, prompts)
     overhead = (base["agent_turn_s"] - raw_s) / raw_s if raw_s else 0.0
     for row in rows:
