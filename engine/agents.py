@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 from engine.tasks import Task
 from sandboxes import Sandbox
@@ -48,6 +48,9 @@ class Agent(Protocol):
     name: str
 
     def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun: ...
+
+
+StepListener = Callable[[int, AgentStep], None]
 
 
 class NopAgent:

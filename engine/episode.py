@@ -14,7 +14,7 @@ from typing import Callable, Literal
 
 from engine.agents import Agent, AgentRun, AgentStep
 from engine.config import Config
-from engine.events import EpisodePhase, EventBus, SandboxOutput
+from engine.events import AgentStepTaken, EpisodePhase, EventBus, SandboxOutput
 from engine.policy.base import PolicyError
 from engine.reward import shaped_reward
 from engine.tasks import Task
@@ -157,6 +157,8 @@ def run_episode(
         return infra("sandbox_error", str(exc))
     if bus:
         sandbox.subscribe(lambda c: bus.emit(SandboxOutput(episode_id, c.channel, c.kind, c.text)))
+        if hasattr(agent, "on_step"):
+            agent.on_step = lambda i, step: bus.emit(AgentStepTaken(episode_id, i, step))
     if on_sandbox:
         on_sandbox(sandbox)
     agent_run: AgentRun | None = None

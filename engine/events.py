@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Union
 
 if TYPE_CHECKING:
+    from engine.agents import AgentStep
     from engine.episode import EpisodeResult
 
 
@@ -40,6 +41,15 @@ class SandboxOutput:
 
 
 @dataclass(frozen=True)
+class AgentStepTaken:
+    """A model agent finished a turn: its reply, what ran, and what it was shown."""
+
+    episode_id: str
+    index: int
+    step: "AgentStep"
+
+
+@dataclass(frozen=True)
 class EpisodeFinished:
     run_id: str
     result: "EpisodeResult"
@@ -52,7 +62,7 @@ class RunFinished:
     episodes: int
 
 
-Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, EpisodeFinished, RunFinished]
+Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, AgentStepTaken, EpisodeFinished, RunFinished]
 Listener = Callable[[Event], None]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from engine.agents import AgentRun, AgentStep
+from engine.agents import AgentRun, AgentStep, StepListener
 from engine.harnesses import Harness, StepResult
 from engine.harnesses.base import MAX_COMMAND_SECONDS, Turn
 from engine.tasks import Task
@@ -29,6 +29,8 @@ class ModelAgent:
         self.max_turns = max_turns
         self.max_tokens_per_turn = max_tokens_per_turn
         self.token_budget = token_budget
+        # Told about each finished turn (the episode loop turns it into an AgentStepTaken event).
+        self.on_step: StepListener | None = None
 
     def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
         tools = self.harness.tools
@@ -73,13 +75,16 @@ class ModelAgent:
                 r = sandbox.run(cmd.keystrokes, timeout=min(left, max(cmd.duration, MAX_COMMAND_SECONDS)))
                 results.append(StepResult(cmd, r.output, r.exit_code, r.timed_out))
             observation = self.harness.observation(Turn(results, action.error, max(0.0, deadline - time.monotonic())))
-            run.steps.append(AgentStep(
+            step = AgentStep(
                 command="\n".join(c.keystrokes for c in action.commands), output=observation,
                 exit_code=results[-1].exit_code if results else None,
                 timed_out=any(r.timed_out for r in results), duration_s=time.monotonic() - t0,
                 action_text=gen.text, token_ids=gen.token_ids, logprobs=gen.logprobs,
                 prompt_tokens=gen.prompt_tokens, parse_error=action.error, generation_s=gen.seconds,
-            ))
+            )
+            run.steps.append(step)
+            if self.on_step is not None:
+                self.on_step(len(run.steps) - 1, step)
             if action.done and not action.error:
                 run.stop_reason = "done"
                 break

@@ -115,6 +115,18 @@ def test_unparseable_replies_are_fed_back_and_count_as_turns(policy, tmp_path: P
     assert "could not be used" in r.steps[0].output
 
 
+def test_each_turn_is_emitted_as_a_typed_event(policy):
+    from engine.events import AgentStepTaken, EventBus
+
+    bus = EventBus()
+    seen: list[AgentStepTaken] = []
+    bus.subscribe(lambda e: seen.append(e) if isinstance(e, AgentStepTaken) else None)
+    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(policy, get_harness("xml-bash"), seed=1, max_turns=2,
+                                                        max_tokens_per_turn=32), config=Config(), bus=bus)
+    assert [e.index for e in seen] == list(range(len(r.steps))) and seen
+    assert seen[0].step.token_ids == r.steps[0].token_ids and seen[0].episode_id == r.episode_id
+
+
 def test_agent_run_defaults_are_empty():
     assert AgentRun().stop_reason == "" and AgentRun().token_ids == []
 
