@@ -176,7 +176,8 @@ def tasks_import(src: Path, dest: Path) -> None:
               help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.")
 @click.option("--model", "model_spec", metavar="SPEC", default=None,
               help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct), gguf:PATH, "
-                   "or openai:URL#MODEL (an OpenAI-compatible server).")
+                   "hf:PATH_OR_ID[+adapter=PATH][+4bit] (transformers), or openai:URL#MODEL "
+                   "(an OpenAI-compatible server).")
 @click.option("--harness", type=click.Choice(["terminus-json", "tool-call", "xml-bash"]), default="xml-bash",
               show_default=True, help="How the model is prompted and how its replies become commands.")
 @click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)

@@ -3,8 +3,9 @@
     bundled:smollm2-135m    the bundled SmolLM2-135M-Instruct GGUF, served by llama.cpp
     gguf:PATH               any GGUF file, served by llama.cpp
     openai:URL#MODEL        an OpenAI-compatible chat server, e.g. openai:http://127.0.0.1:8000/v1#smollm2
-
-Still to come (issue 4): `hf:PATH_OR_ID[+adapter=PATH]` (transformers, optional LoRA, 4-bit).
+    hf:PATH_OR_ID[+adapter=PATH][+4bit]
+                            transformers: a checkpoint directory, a hub id (needs the hub) or a GGUF
+                            file, optionally with a peft LoRA adapter and 4-bit NF4 loading
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from engine.policy.base import Policy, PolicyError
 
-SPEC_HELP = "bundled:smollm2-135m | gguf:PATH | openai:URL#MODEL"
+SPEC_HELP = "bundled:smollm2-135m | gguf:PATH | openai:URL#MODEL | hf:PATH_OR_ID[+adapter=PATH][+4bit]"
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,15 @@ def parse_model_spec(text: str) -> ModelSpec:
     if not sep or not target:
         raise PolicyError(f"model spec {text!r} is not KIND:TARGET ({SPEC_HELP})")
     if kind == "hf":
-        raise PolicyError(f"hf: model specs are not built yet; available now: {SPEC_HELP}")
-    if kind not in ("bundled", "gguf", "openai"):
+        base, *options = target.split("+")
+        for opt in options:
+            if opt != "4bit" and not opt.startswith("adapter="):
+                raise PolicyError(f"unknown hf: option {opt!r} (use +adapter=PATH and/or +4bit)")
+            if opt.startswith("adapter=") and not Path(opt[len("adapter="):]).expanduser().is_dir():
+                raise PolicyError(f"adapter directory not found: {opt[len('adapter='):]}")
+        if not base:
+            raise PolicyError("hf: needs a path or a hub id")
+    if kind not in ("bundled", "gguf", "openai", "hf"):
         raise PolicyError(f"unknown model spec kind {kind!r} ({SPEC_HELP})")
     if kind == "gguf" and not Path(target).expanduser().is_file():
         raise PolicyError(f"GGUF file not found: {target}")
@@ -50,6 +58,16 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
 
         url, _, model = spec.target.partition("#")
         return OpenAIPolicy(url, model)
+    if spec.kind == "hf":
+        from engine.policy.hf import TransformersPolicy
+
+        base, *options = spec.target.split("+")
+        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
+        if base.startswith("bundled:"):  # hf:bundled:smollm2-135m - the bundled GGUF through transformers
+            from engine.policy.bundled import bundled_model_path
+
+            base = str(bundled_model_path(base.split(":", 1)[1]))
+        return TransformersPolicy(base, adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=str(spec))
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
 

@@ -1,0 +1,127 @@
+"""transformers: a local checkpoint directory, a hub id, or a GGUF file (dequantized), with an
+optional peft LoRA adapter and optional 4-bit NF4 loading (bitsandbytes).
+
+Generation is a plain KV-cached loop, so the sampled ids and their log-probabilities are exact:
+each token is drawn from softmax(logits / T) with no truncation (argmax at T = 0), the same
+semantics as the llama.cpp backend.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from engine.policy.base import Generation, PolicyError
+
+
+class TransformersPolicy:
+    def __init__(self, target: str, *, adapter: str | None = None, load_4bit: bool = False, n_ctx: int = 4096,
+                 name: str = "") -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError:
+            raise PolicyError("the transformers backend needs torch and transformers: pip install '.[hf]'") from None
+        self.name = name or f"hf:{target}"
+        path = Path(target).expanduser()
+        source, extra = target, {}
+        if path.is_file() and path.suffix == ".gguf":
+            source, extra = str(path.parent), {"gguf_file": path.name}
+        elif path.exists():
+            source = str(path)
+        model_kwargs = dict(extra, dtype=torch.float32)
+        if load_4bit:
+            try:
+                from transformers import BitsAndBytesConfig
+                import bitsandbytes  # noqa: F401
+            except ImportError:
+                raise PolicyError("4-bit loading needs bitsandbytes: pip install bitsandbytes") from None
+            model_kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+            model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
+        except (OSError, ValueError) as exc:
+            raise PolicyError(f"transformers could not load {target}: {exc}") from None
+        if adapter:
+            try:
+                from peft import PeftModel
+            except ImportError:
+                raise PolicyError("a LoRA adapter needs peft: pip install peft") from None
+            try:
+                model = PeftModel.from_pretrained(model, adapter)
+            except (OSError, ValueError) as exc:
+                raise PolicyError(f"could not load the adapter {adapter}: {exc}") from None
+        self.model = model.eval()
+        self._torch = torch
+        self._lock = threading.Lock()
+        limit = getattr(model.config, "max_position_embeddings", n_ctx) or n_ctx
+        self.n_ctx = min(n_ctx, int(limit))
+        stops = {self.tokenizer.eos_token_id}
+        for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>"):
+            ids = self.tokenizer.convert_tokens_to_ids(marker)
+            if isinstance(ids, int) and ids != self.tokenizer.unk_token_id:
+                stops.add(ids)
+        self._stop_ids = frozenset(i for i in stops if i is not None)
+
+    @property
+    def stop_ids(self) -> frozenset[int]:
+        return self._stop_ids
+
+    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
+                      tools: list[dict] | None = None) -> list[int]:
+        out = self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=add_generation_prompt,
+                                                 tokenize=True, return_dict=False)
+        return list(out)
+
+    def next_token_logprobs(self, prompt: list[int]):
+        """log softmax of the next-token logits after `prompt` (for cross-backend checks)."""
+        torch = self._torch
+        with torch.no_grad(), self._lock:
+            logits = self.model(input_ids=torch.tensor([prompt])).logits[0, -1].float()
+        return torch.log_softmax(logits, dim=-1)
+
+    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
+                 tools: list[dict] | None = None) -> Generation:
+        prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
+        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
+                     seed: int | None = None) -> Generation:
+        torch = self._torch
+        if len(prompt) + 1 >= self.n_ctx:
+            return Generation("", (), (), len(prompt), "context_full")
+        budget = max(1, min(max_tokens, self.n_ctx - len(prompt) - 1))
+        start = time.monotonic()
+        ids: list[int] = []
+        logprobs: list[float] = []
+        finish = "length"
+        generator = torch.Generator().manual_seed(seed) if seed is not None else None
+        with torch.no_grad(), self._lock:
+            out = self.model(input_ids=torch.tensor([prompt]), use_cache=True)
+            while True:
+                logits = out.logits[0, -1].float()
+                scaled = logits / temperature if temperature > 0 else logits
+                logp = torch.log_softmax(scaled, dim=-1)
+                if temperature > 0:
+                    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+                else:
+                    token = int(torch.argmax(logp))
+                ids.append(token)
+                logprobs.append(float(logp[token]))
+                if token in self._stop_ids:
+                    finish = "stop"
+                    break
+                if len(ids) >= budget:
+                    break
+                out = self.model(input_ids=torch.tensor([[token]]), use_cache=True, **_cache_kwargs(out))
+        text = self.tokenizer.decode([t for t in ids if t not in self._stop_ids])
+        return Generation(text, tuple(ids), tuple(logprobs), len(prompt), finish, [], time.monotonic() - start)
+
+
+def _cache_kwargs(out) -> dict:
+    """The KV cache of a forward pass, under the keyword this transformers version expects."""
+    if "cache" in out:
+        return {"cache": out["cache"]}
+    return {"past_key_values": out["past_key_values"]}
