@@ -20,6 +20,7 @@ from typing import Callable
 
 import sqlite_utils
 
+from engine.agents import AgentStep
 from engine.episode import EpisodeResult
 
 
@@ -126,22 +127,6 @@ class CheckRecord:
     name: str
     status: str
     message: str
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    idx: int
-    command: str
-    output: str
-    exit_code: int | None
-    timed_out: bool
-    duration_s: float
-    action_text: str = ""
-    token_ids: tuple[int, ...] = ()
-    logprobs: tuple[float, ...] = ()
-    prompt_tokens: int = 0
-    parse_error: str = ""
-    generation_s: float = 0.0
 
 
 class Store:
@@ -271,14 +256,15 @@ class Store:
             rows = list(self.db.query("SELECT * FROM checks WHERE episode_id = ? ORDER BY idx", [episode_id]))
         return [CheckRecord(r["name"], r["status"], r["message"] or "") for r in rows]
 
-    def steps(self, episode_id: str) -> list[StepRecord]:
+    def steps(self, episode_id: str) -> list[AgentStep]:
+        """The agent's steps in order (their index is their position)."""
         with self._lock:
             rows = list(self.db.query("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id]))
         return [
-            StepRecord(r["idx"], r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"],
-                       r["action_text"] or "", tuple(json.loads(r["token_ids"] or "[]")),
-                       tuple(json.loads(r["logprobs"] or "[]")), r["prompt_tokens"] or 0, r["parse_error"] or "",
-                       r["generation_s"] or 0.0)
+            AgentStep(r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"],
+                      r["action_text"] or "", tuple(json.loads(r["token_ids"] or "[]")),
+                      tuple(json.loads(r["logprobs"] or "[]")), r["prompt_tokens"] or 0, r["parse_error"] or "",
+                      r["generation_s"] or 0.0)
             for r in rows
         ]
 

@@ -36,8 +36,7 @@ def test_model_specs_are_checked():
         parse_model_spec("smollm2")
     with pytest.raises(PolicyError, match="GGUF file not found"):
         parse_model_spec("gguf:/nope.gguf")
-    with pytest.raises(PolicyError, match="not built yet"):
-        parse_model_spec("hf:HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert parse_model_spec("hf:HuggingFaceTB/SmolLM2-135M-Instruct").kind == "hf"
     assert parse_model_spec("openai:http://127.0.0.1:8000/v1#smol").kind == "openai"
     with pytest.raises(PolicyError, match="openai spec must be"):
         parse_model_spec("openai:127.0.0.1:8000")

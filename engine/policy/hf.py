@@ -32,11 +32,12 @@ class TransformersPolicy:
             source = str(path)
         model_kwargs = dict(extra, dtype=torch.float32)
         if load_4bit:
-            try:
-                from transformers import BitsAndBytesConfig
-                import bitsandbytes  # noqa: F401
-            except ImportError:
-                raise PolicyError("4-bit loading needs bitsandbytes: pip install bitsandbytes") from None
+            import importlib.util
+
+            from transformers import BitsAndBytesConfig
+
+            if importlib.util.find_spec("bitsandbytes") is None:
+                raise PolicyError("4-bit loading needs bitsandbytes: pip install bitsandbytes")
             model_kwargs["quantization_config"] = BitsAndBytesConfig(
                 load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
         try:
