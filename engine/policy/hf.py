@@ -126,3 +126,29 @@ def _cache_kwargs(out) -> dict:
     if "cache" in out:
         return {"cache": out["cache"]}
     return {"past_key_values": out["past_key_values"]}
+
+
+def plain_checkpoint(gguf_path: Path, dest: Path) -> Path:
+    """A plain transformers checkpoint of a GGUF model, written once to `dest` and reused.
+
+    transformers loads a GGUF (dequantizing it) but marks the model as quantized and refuses to
+    save, train or re-quantize it; a model rebuilt from its config and weights has no such flag.
+    """
+    if (dest / "config.json").is_file():
+        return dest
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError:
+        raise PolicyError("the transformers backend needs torch and transformers: pip install '.[hf]'") from None
+    src, name = str(gguf_path.parent), gguf_path.name
+    loaded = AutoModelForCausalLM.from_pretrained(src, gguf_file=name, dtype=torch.float32)
+    config = loaded.config
+    config.__dict__.pop("quantization_config", None)  # the GGUF marker would block re-quantizing
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(loaded.state_dict())
+    tmp = dest.with_name(dest.name + ".partial")
+    plain.save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(src, gguf_file=name).save_pretrained(tmp)
+    tmp.rename(dest)  # complete or absent: an interrupted conversion is redone, never half-used
+    return dest

@@ -63,10 +63,18 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
 
         base, *options = spec.target.split("+")
         adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
-        if base.startswith("bundled:"):  # hf:bundled:smollm2-135m - the bundled GGUF through transformers
-            from engine.policy.bundled import bundled_model_path
+        if base.startswith("bundled:"):
+            # hf:bundled:smollm2-135m - the bundled model as a plain transformers checkpoint,
+            # converted from its GGUF once (plain checkpoints can be quantized and trained).
+            import os
 
-            base = str(bundled_model_path(base.split(":", 1)[1]))
+            from engine.policy.bundled import bundled_model_path
+            from engine.policy.hf import plain_checkpoint
+
+            name = base.split(":", 1)[1]
+            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "models"
+            cache.mkdir(parents=True, exist_ok=True)
+            base = str(plain_checkpoint(bundled_model_path(name), cache / f"{name}-hf"))
         return TransformersPolicy(base, adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=str(spec))
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
