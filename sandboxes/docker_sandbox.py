@@ -399,11 +399,7 @@ class DockerSandbox(SessionSandbox):
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar,
                               stdout_sink=collected.extend)
         self.emit(OutputChunk(channel, "exit", result.status_text))
-        if result.timed_out:
-            return result, None
-        if result.exit_code == private_view.SETUP_FAILED:
-            raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
-        return result, private_view.unpack(bytes(collected), run.collect_name)
+        return private_view.finish(result, bytes(collected), run)
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:

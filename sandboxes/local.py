@@ -305,11 +305,7 @@ class LocalSandbox(SessionSandbox):
             os.close(write_fd)
         reader.join(timeout=10)
         self.emit(OutputChunk(channel, "exit", result.status_text))
-        if result.timed_out:
-            return result, None
-        if result.exit_code == private_view.SETUP_FAILED:
-            raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
-        return result, private_view.unpack(bytes(collected), run.collect_name)
+        return private_view.finish(result, bytes(collected), run)
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:

@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes.base import SandboxError
+from sandboxes.base import ExecResult, SandboxError
 from sandboxes.shell import shell_quote
 
 SETUP_FAILED = 96
@@ -65,6 +65,16 @@ def build(
         "exit $rc",
     ]
     return PrivateRun("\n".join(lines) + "\n", buf.getvalue(), name)
+
+
+def finish(result: ExecResult, collected: bytes, run: PrivateRun) -> tuple[ExecResult, Path | None]:
+    """The backend-independent end of a private run: no results after a timeout, an error if
+    the view could not be set up, else a host copy of the collected directory."""
+    if result.timed_out:
+        return result, None
+    if result.exit_code == SETUP_FAILED:
+        raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
+    return result, unpack(collected, run.collect_name)
 
 
 def unpack(collected: bytes, name: str) -> Path:
