@@ -72,7 +72,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
     args = ap.parse_args()
 
-    policy = load_policy("bundled:smollm2-135m", n_ctx=4096)
+    policy = load_policy("bundled:smollm2-135m", n_ctx=4096, instances=2)  # one context per episode at -j 2
     tasks = load_suite(builtin_tasks_dir()).split("eval")[: args.episodes]
     rows = []
     for concurrency in (1, 2):

@@ -75,7 +75,8 @@ class Engine:
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
             get_harness(harness)  # fail fast on an unknown harness
-            policy = load_policy(model)  # loaded once, shared by every episode
+            # Loaded once and shared by every episode, with a llama.cpp context per concurrent episode.
+            policy = load_policy(model, instances=concurrency or self.config.eval.concurrency)
 
             def factory(s: int, a: int):
                 return lambda: ModelAgent(policy, get_harness(harness), temperature=temperature,

@@ -228,3 +228,33 @@ def test_an_unreachable_server_is_an_infrastructure_error():
     r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(remote, get_harness("xml-bash"), max_turns=1), config=Config())
     assert r.status == "infra_error" and r.failure_mode == "policy_error" and "openai:" in r.error
     assert r.reward is None
+
+
+def test_concurrent_conversations_keep_their_own_llama_context():
+    import threading
+
+    from engine.policy import load_policy
+
+    pool = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2)
+    a = pool.tokenize_chat([{"role": "system", "content": "alpha " * 20}, {"role": "user", "content": "hi"}],
+                           add_generation_prompt=True)
+    b = pool.tokenize_chat([{"role": "system", "content": "omega " * 20}, {"role": "user", "content": "yo"}],
+                           add_generation_prompt=True)
+    barrier = threading.Barrier(2)
+
+    def run(prompt):
+        barrier.wait()
+        pool.generate_ids(prompt, max_tokens=4, temperature=0.0)
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert pool._count == 2  # noqa: SLF001 - two conversations at once, two contexts
+    holders = {tuple(llm._input_ids[: len(a)]) == tuple(a): llm for llm in pool._free}  # noqa: SLF001
+    assert set(holders) == {True, False}
+    # A continuation of conversation a goes back to the context that already holds it.
+    chosen = pool._acquire(a + [1, 2])  # noqa: SLF001
+    assert chosen is holders[True]
+    pool._release(chosen)  # noqa: SLF001

@@ -19,7 +19,12 @@ from engine.policy.base import Generation, PolicyError
 
 
 class LlamaCppPolicy:
-    def __init__(self, path: Path, *, name: str = "", n_ctx: int = 4096, threads: int | None = None) -> None:
+    """`instances` > 1 keeps that many llama.cpp contexts (the weights are shared through mmap);
+    each call takes the free one whose cached tokens share the longest prefix with the prompt, so
+    concurrent episodes keep their own KV cache instead of evicting each other's."""
+
+    def __init__(self, path: Path, *, name: str = "", n_ctx: int = 4096, threads: int | None = None,
+                 instances: int = 1) -> None:
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -28,10 +33,18 @@ class LlamaCppPolicy:
 
         self.name = name or f"gguf:{path}"
         self.path = Path(path)
-        try:
-            self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
-        except (ValueError, RuntimeError) as exc:
-            raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
+        def make():
+            try:
+                return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
+            except (ValueError, RuntimeError) as exc:
+                raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
+
+        self._make = make
+        self._llm = make()  # the first instance: template, vocabulary and tokenizer come from it
+        self._free = [self._llm]
+        self._count = 1
+        self._max_instances = max(1, instances)
+        self._pool = threading.Condition()
         meta = self._llm.metadata
         template = meta.get("tokenizer.chat_template")
         if not template:
@@ -46,7 +59,6 @@ class LlamaCppPolicy:
             ids = self._llm.tokenize(marker.encode(), add_bos=False, special=True)
             if len(ids) == 1:
                 self._stop_ids.add(ids[0])
-        self._lock = threading.Lock()
         self.n_ctx = n_ctx
         self._n_vocab = self._llm.n_vocab()
 
@@ -66,6 +78,33 @@ class LlamaCppPolicy:
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
     # -- sampling --------------------------------------------------------------------------
+    # -- the instance pool -----------------------------------------------------------------
+    def _acquire(self, prompt: list[int]):
+        with self._pool:
+            while True:
+                if self._free:
+                    best = max(self._free, key=lambda llm: _shared_prefix(llm, prompt))
+                    if _shared_prefix(best, prompt) == 0 and self._count < self._max_instances:
+                        break  # nobody holds this conversation: a fresh instance keeps the others' caches
+                    self._free.remove(best)
+                    return best
+                if self._count < self._max_instances:
+                    break
+                self._pool.wait()
+            self._count += 1
+        try:
+            return self._make()
+        except PolicyError:
+            with self._pool:
+                self._count -= 1
+                self._pool.notify()
+            raise
+
+    def _release(self, llm) -> None:
+        with self._pool:
+            self._free.append(llm)
+            self._pool.notify()
+
     @property
     def stop_ids(self) -> frozenset[int]:
         return frozenset(self._stop_ids)
@@ -85,16 +124,17 @@ class LlamaCppPolicy:
         ids: list[int] = []
         logprobs: list[float] = []
         finish = "length"
-        with self._lock:
+        llm = self._acquire(prompt)
+        try:
             if seed is not None:
-                self._llm.set_seed(seed)
+                llm.set_seed(seed)
             # No reset(): generate() keeps the KV cache of the longest prefix shared with the previous
             # call (an episode's buffer only grows) and always re-evaluates the last prompt token.
-            for token in self._llm.generate(prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0,
-                                            typical_p=1.0, repeat_penalty=1.0, reset=True):
+            for token in llm.generate(prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0,
+                                      typical_p=1.0, repeat_penalty=1.0, reset=True):
                 # At yield time the context's last logits are the row this token was sampled from
                 # (llama-cpp-python keeps no Python copy unless logits_all, which costs memory).
-                logits = np.ctypeslib.as_array(self._llm._ctx.get_logits(), shape=(self._n_vocab,))
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(self._n_vocab,))
                 logprobs.append(_logprob(logits, token, temperature))
                 ids.append(int(token))
                 if token in self._stop_ids:
@@ -102,9 +142,21 @@ class LlamaCppPolicy:
                     break
                 if len(ids) >= budget:
                     break
+        finally:
+            self._release(llm)
         text_ids = [t for t in ids if t not in self._stop_ids]
         text = self._llm.detokenize(text_ids).decode("utf-8", errors="replace")
         return Generation(text, tuple(ids), tuple(logprobs), len(prompt), finish, [], time.monotonic() - start)
+
+
+def _shared_prefix(llm, prompt: list[int]) -> int:
+    cached = llm._input_ids  # the tokens this instance's KV cache holds
+    n = 0
+    for a, b in zip(cached, prompt):
+        if a != b:
+            break
+        n += 1
+    return n
 
 
 def _logprob(logits, token: int, temperature: float) -> float:

@@ -51,7 +51,9 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(kind, target)
 
 
-def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None = None) -> Policy:
+def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None = None,
+                instances: int = 1) -> Policy:
+    """`instances`: llama.cpp contexts to keep for concurrent episodes (weights shared via mmap)."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
     if spec.kind == "openai":
         from engine.policy.openai_compat import OpenAIPolicy
@@ -80,4 +82,4 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
     from engine.policy.llamacpp import LlamaCppPolicy
 
     path = bundled_model_path(spec.target) if spec.kind == "bundled" else Path(spec.target).expanduser()
-    return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads)
+    return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances)
