@@ -88,12 +88,6 @@ class Suite:
     tasks: list[Task]
     errors: list[TaskLoadError]
 
-    def by_name(self, name: str) -> Task:
-        for t in self.tasks:
-            if t.name == name:
-                return t
-        raise KeyError(name)
-
     def split(self, split: str) -> list[Task]:
         return [t for t in self.tasks if t.split == split]
 

@@ -47,15 +47,6 @@ class LimitGroup:
                 pass
         return found
 
-    def memory_peak_bytes(self) -> int | None:
-        for d in self.dirs:
-            for name in ("memory.max_usage_in_bytes", "memory.peak"):
-                try:
-                    return int((d / name).read_text().strip())
-                except (OSError, ValueError):
-                    continue
-        return None
-
     def events(self) -> dict[str, int]:
         """Limit hits so far: {'oom_kill': n, 'pids_limit': n} (only the non-zero ones)."""
         found: dict[str, int] = {}

@@ -37,3 +37,33 @@ class Policy(Protocol):
 
     def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
                       tools: list[dict] | None = None) -> list[int]: ...
+
+
+# Turn terminators that chat templates use besides EOS (ChatML, Llama 3, Gemma).
+END_OF_TURN_MARKERS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>")
+
+
+class LocalPolicy:
+    """What policies with a local tokenizer share: messages go through the chat template and
+    then through `generate_ids`, the one method that samples (from an episode's token buffer)."""
+
+    n_ctx: int
+
+    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
+                      tools: list[dict] | None = None) -> list[int]:
+        raise NotImplementedError
+
+    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
+                     seed: int | None = None) -> Generation:
+        raise NotImplementedError
+
+    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
+                 tools: list[dict] | None = None) -> Generation:
+        prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
+        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+    def token_budget(self, prompt: list[int], max_tokens: int) -> int:
+        """How many tokens may be sampled after `prompt`; 0 when the context is full."""
+        if len(prompt) + 1 >= self.n_ctx:
+            return 0
+        return max(1, min(max_tokens, self.n_ctx - len(prompt) - 1))

@@ -12,10 +12,10 @@ import threading
 import time
 from pathlib import Path
 
-from engine.policy.base import Generation, PolicyError
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
 
 
-class TransformersPolicy:
+class TransformersPolicy(LocalPolicy):
     def __init__(self, target: str, *, adapter: str | None = None, load_4bit: bool = False, n_ctx: int = 4096,
                  name: str = "") -> None:
         try:
@@ -60,7 +60,7 @@ class TransformersPolicy:
         limit = getattr(model.config, "max_position_embeddings", n_ctx) or n_ctx
         self.n_ctx = min(n_ctx, int(limit))
         stops = {self.tokenizer.eos_token_id}
-        for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>"):
+        for marker in END_OF_TURN_MARKERS:
             ids = self.tokenizer.convert_tokens_to_ids(marker)
             if isinstance(ids, int) and ids != self.tokenizer.unk_token_id:
                 stops.add(ids)
@@ -83,17 +83,12 @@ class TransformersPolicy:
             logits = self.model(input_ids=torch.tensor([prompt])).logits[0, -1].float()
         return torch.log_softmax(logits, dim=-1)
 
-    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
-                 tools: list[dict] | None = None) -> Generation:
-        prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
-        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
-
     def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
                      seed: int | None = None) -> Generation:
         torch = self._torch
-        if len(prompt) + 1 >= self.n_ctx:
+        budget = self.token_budget(prompt, max_tokens)
+        if budget == 0:
             return Generation("", (), (), len(prompt), "context_full")
-        budget = max(1, min(max_tokens, self.n_ctx - len(prompt) - 1))
         start = time.monotonic()
         ids: list[int] = []
         logprobs: list[float] = []

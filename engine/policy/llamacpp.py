@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.policy.base import Generation, PolicyError
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
 
 
-class LlamaCppPolicy:
+class LlamaCppPolicy(LocalPolicy):
     """`instances` > 1 keeps that many llama.cpp contexts (the weights are shared through mmap);
     each call takes the free one whose cached tokens share the longest prefix with the prompt, so
     concurrent episodes keep their own KV cache instead of evicting each other's."""
@@ -55,7 +55,7 @@ class LlamaCppPolicy:
         self._eos = self._token_text(self._llm.token_eos())
         # End-of-turn tokens: EOS plus the template's turn terminator if the vocabulary has one.
         self._stop_ids = {self._llm.token_eos()}
-        for marker in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>"):
+        for marker in END_OF_TURN_MARKERS:
             ids = self._llm.tokenize(marker.encode(), add_bos=False, special=True)
             if len(ids) == 1:
                 self._stop_ids.add(ids[0])
@@ -109,17 +109,12 @@ class LlamaCppPolicy:
     def stop_ids(self) -> frozenset[int]:
         return frozenset(self._stop_ids)
 
-    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
-                 tools: list[dict] | None = None) -> Generation:
-        prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
-        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
-
     def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
                      seed: int | None = None) -> Generation:
         """Continue exactly the token ids given (an episode's token buffer)."""
-        if len(prompt) + 1 >= self.n_ctx:
+        budget = self.token_budget(prompt, max_tokens)
+        if budget == 0:
             return Generation("", (), (), len(prompt), "context_full")
-        budget = max(1, min(max_tokens, self.n_ctx - len(prompt) - 1))
         start = time.monotonic()
         ids: list[int] = []
         logprobs: list[float] = []
