@@ -27,6 +27,22 @@ class EvalReport:
         return {"run_id": self.run_id, "results": [r.summary() for r in self.results], "summary": self.summary}
 
 
+@dataclass(frozen=True)
+class EvalRequest:
+    """What the TUI's start-run form (or any caller) asks `Engine.evaluate` to run."""
+
+    agent: str = "oracle"
+    tasks: str | None = None
+    split: str | None = None
+    only: tuple[str, ...] = ()
+    model: str | None = None
+    harness: str = "xml-bash"
+    backend: str | None = None
+    concurrency: int | None = None
+    seeds: int = 1
+    attempts: int = 1
+
+
 class Engine:
     def __init__(self, config: Config, store: Store, paths: Paths | None = None, bus: EventBus | None = None) -> None:
         self.config = config
@@ -53,8 +69,11 @@ class Engine:
 
     def check_tasks(
         self, paths: list[str | Path], *, backend: str | None = None, concurrency: int | None = None,
+        only: tuple[str, ...] = (),
     ) -> tuple[str, list[TaskCheck]]:
         suites = [self.load_suite(p) for p in (paths or [None])]
+        if only:
+            suites = [Suite(s.root, [t for t in s.tasks if t.name in only], s.errors) for s in suites]
         self._runner = self._new_runner(backend)
         return check_suites(suites, self._runner, concurrency=concurrency or self.config.eval.concurrency)
 
@@ -62,11 +81,21 @@ class Engine:
         self, tasks: str | Path | None, *, agent: str, backend: str | None = None,
         concurrency: int | None = None, attempts: int = 1, split: str | None = None,
         model: str | None = None, harness: str = "xml-bash", temperature: float = 0.7, seed: int = 0,
-        seeds: int = 1, max_turns: int = 20,
+        seeds: int = 1, max_turns: int = 20, only: tuple[str, ...] | list[str] = (),
     ) -> tuple[EvalReport, Suite]:
-        """Every chosen task runs `attempts` x `seeds` episodes; seed s samples with seed+s."""
+        """Every chosen task runs `attempts` x `seeds` episodes; seed s samples with seed+s.
+
+        `only` narrows the suite to the named tasks; an unknown name is an error, not a silent skip.
+        """
         suite = self.load_suite(tasks)
         chosen = suite.split(split) if split else suite.tasks
+        if only:
+            names = {t.name for t in chosen}
+            unknown = sorted(set(only) - names)
+            if unknown:
+                raise ValueError(f"unknown task(s) {', '.join(unknown)} in {suite.root}"
+                                 + (f" (split {split})" if split else ""))
+            chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
             from engine.harnesses import get_harness
             from engine.model_agent import ModelAgent
@@ -94,6 +123,12 @@ class Engine:
             concurrency=concurrency or self.config.eval.concurrency,
         )
         return EvalReport(run_id, results, summarize(results)), suite
+
+    def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
+        return self.evaluate(
+            req.tasks, agent=req.agent, backend=req.backend, concurrency=req.concurrency, attempts=req.attempts,
+            split=req.split, model=req.model, harness=req.harness, seeds=req.seeds, only=req.only,
+        )
 
     def _new_runner(self, backend: str | None) -> EpisodeRunner:
         preflight(backend or self.config.sandbox.backend)

@@ -42,10 +42,16 @@ class EvalConfig(_Section):
     concurrency: int = Field(2, ge=1, le=64)
 
 
+class TuiConfig(_Section):
+    # Binding id -> keys, e.g. {"app.screen.trajectories" = "ctrl+j"}; ids are listed in the help screen.
+    keymap: dict[str, str] = Field(default_factory=dict)
+
+
 class Config(_Section):
     sandbox: SandboxConfig = SandboxConfig()
     reward: RewardConfig = RewardConfig()
     eval: EvalConfig = EvalConfig()
+    tui: TuiConfig = TuiConfig()
     tasks: str = Field("", description="default task suite; empty = the built-in suite")
 
     @field_validator("tasks")
@@ -92,7 +98,7 @@ DEFAULT_CONFIG_TOML = """\
 tasks = ""
 
 [sandbox]
-backend = "local"          # local (bubblewrap); docker arrives with the Docker backend
+backend = "local"          # local (bubblewrap) or docker
 pids_limit = 512           # per sandbox
 disk_mb = 2048             # size cap of each writable filesystem in a sandbox
 setup_timeout_sec = 300    # environment/setup.sh
@@ -108,4 +114,7 @@ alpha = 0.5                # partial credit = alpha * passed/total, alpha < 1
 
 [eval]
 concurrency = 2
+
+[tui.keymap]               # binding id -> keys; the help screen (?) lists every id
+# "app.screen.trajectories" = "ctrl+j"
 """

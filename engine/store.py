@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -22,6 +22,8 @@ import sqlite_utils
 
 from engine.agents import AgentStep
 from engine.episode import EpisodeResult
+from engine.metrics import MetricPoint, StageRecord
+from engine.runbooks import LeakReport, ReviewVerdict, Runbook, RunbookDraft
 
 
 class StoreError(RuntimeError):
@@ -71,7 +73,21 @@ def _v3(db: sqlite_utils.Database) -> None:
                                  "model": str}, pk="episode_id", foreign_keys=[("episode_id", "episodes", "id")])
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3]
+def _v4(db: sqlite_utils.Database) -> None:
+    db["runbooks"].create(
+        {"id": str, "task": str, "round": int, "source_episode_id": str, "harness": str, "status": str,
+         "text": str, "original_text": str, "leak": str, "verdict": str, "decided_by": str, "note": str,
+         "created_at": str, "updated_at": str},
+        pk="id",
+    )
+    db["runbooks"].create_index(["status"])
+    db["metrics"].create({"run_id": str, "stage": str, "name": str, "step": int, "value": float},
+                         pk=("run_id", "name", "step"))
+    db["stages"].create({"name": str, "status": str, "checkpoint": str, "parent": str, "eval_run_id": str,
+                         "pass_at_1": float, "ci_low": float, "ci_high": float, "updated_at": str}, pk="name")
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -174,8 +190,9 @@ class Store:
                     self.db["runs"].update(row["id"], {"status": "interrupted"})
 
     # -- writes ----------------------------------------------------------------------------
-    def create_run(self, kind: str, *, backend: str, agent: str, tasks_path: str, total: int, config: dict) -> str:
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+    def create_run(self, kind: str, *, backend: str, agent: str, tasks_path: str, total: int, config: dict,
+                   run_id: str | None = None) -> str:
+        run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         with self._lock:
             self.db["runs"].insert({
                 "id": run_id, "kind": kind, "created_at": _now(), "finished_at": None, "status": "running",
@@ -241,15 +258,26 @@ class Store:
         sql = "SELECT * FROM episodes" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY started_at, task, attempt"
         with self._lock:
             rows = list(self.db.query(sql, args))
-        return [
-            EpisodeRecord(
-                r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
-                r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
-                r["duration_s"], tuple(x for x in (r["resource_events"] or "").split(",") if x),
-                r["stop_reason"] or "",
-            )
-            for r in rows
-        ]
+        return [_episode(r) for r in rows]
+
+    def episode(self, episode_id: str) -> EpisodeRecord:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM episodes WHERE id = ?", [episode_id]))
+        if not rows:
+            raise KeyError(episode_id)
+        return _episode(rows[0])
+
+    def latest_episode(self, task: str, agent: str, run_kind: str | None = None) -> EpisodeRecord | None:
+        """The most recent stored episode of `task` by `agent` (optionally only in runs of one kind)."""
+        sql = ("SELECT episodes.* FROM episodes JOIN runs ON runs.id = episodes.run_id "
+               "WHERE episodes.task = ? AND episodes.agent = ?")
+        args: list[object] = [task, agent]
+        if run_kind:
+            sql += " AND runs.kind = ?"
+            args.append(run_kind)
+        with self._lock:
+            rows = list(self.db.query(sql + " ORDER BY episodes.rowid DESC LIMIT 1", args))
+        return _episode(rows[0]) if rows else None
 
     def checks(self, episode_id: str) -> list[CheckRecord]:
         with self._lock:
@@ -283,6 +311,84 @@ class Store:
         return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r.get("messages") or "[]"),
                            r.get("harness") or "", r.get("model") or "")
 
+    # -- runbooks --------------------------------------------------------------------------
+    def add_runbook(self, draft: RunbookDraft, *, status: str = "pending", decided_by: str = "") -> str:
+        runbook_id = uuid.uuid4().hex[:12]
+        now = _now()
+        with self._lock:
+            self.db["runbooks"].insert({
+                "id": runbook_id, "task": draft.task, "round": draft.round,
+                "source_episode_id": draft.source_episode_id, "harness": draft.harness, "status": status,
+                "text": draft.text, "original_text": draft.text,
+                "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
+                "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
+                "decided_by": decided_by, "note": "", "created_at": now, "updated_at": now,
+            })
+        return runbook_id
+
+    def runbooks(self, status: str | None = None, round: int | None = None) -> list[Runbook]:
+        where, args = [], []
+        if status:
+            where.append("status = ?")
+            args.append(status)
+        if round is not None:
+            where.append("round = ?")
+            args.append(round)
+        sql = "SELECT * FROM runbooks" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY rowid"
+        with self._lock:
+            rows = list(self.db.query(sql, args))
+        return [_runbook(r) for r in rows]
+
+    def runbook(self, runbook_id: str) -> Runbook:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM runbooks WHERE id = ?", [runbook_id]))
+        if not rows:
+            raise KeyError(runbook_id)
+        return _runbook(rows[0])
+
+    def edit_runbook(self, runbook_id: str, text: str) -> Runbook:
+        """A person's edit; the original stays stored beside it."""
+        self.runbook(runbook_id)
+        with self._lock:
+            self.db["runbooks"].update(runbook_id, {"text": text, "updated_at": _now()})
+        return self.runbook(runbook_id)
+
+    def decide_runbook(self, runbook_id: str, status: str, *, by: str, note: str = "") -> Runbook:
+        if status not in ("approved", "rejected", "pending"):
+            raise ValueError(f"unknown runbook status {status!r}")
+        self.runbook(runbook_id)
+        with self._lock:
+            self.db["runbooks"].update(runbook_id, {"status": status, "decided_by": by, "note": note,
+                                                    "updated_at": _now()})
+        return self.runbook(runbook_id)
+
+    # -- metrics and pipeline stages ----------------------------------------------------------
+    def log_metrics(self, points: list[MetricPoint]) -> None:
+        with self._lock, self.db.atomic():
+            self.db["metrics"].upsert_all((asdict(p) for p in points), pk=("run_id", "name", "step"))
+
+    def metrics(self, run_id: str, name: str | None = None) -> list[MetricPoint]:
+        sql, args = "SELECT * FROM metrics WHERE run_id = ?", [run_id]
+        if name:
+            sql += " AND name = ?"
+            args.append(name)
+        with self._lock:
+            rows = list(self.db.query(sql + " ORDER BY name, step", args))
+        return [MetricPoint(r["run_id"], r["stage"] or "", r["name"], r["step"], r["value"]) for r in rows]
+
+    def metric_runs(self) -> list[str]:
+        with self._lock:
+            return [r["run_id"] for r in self.db.query("SELECT DISTINCT run_id FROM metrics ORDER BY rowid")]
+
+    def put_stage(self, stage: StageRecord) -> None:
+        with self._lock:
+            self.db["stages"].upsert({**asdict(stage), "updated_at": stage.updated_at or _now()}, pk="name")
+
+    def stages(self) -> dict[str, StageRecord]:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM stages"))
+        return {r["name"]: StageRecord(**{k: r[k] for k in StageRecord.__dataclass_fields__}) for r in rows}
+
     def close(self) -> None:
         with self._lock:
             self.db.conn.close()
@@ -292,6 +398,25 @@ def _run(r: dict) -> RunRecord:
     return RunRecord(
         r["id"], r["kind"], r["created_at"], r["finished_at"], r["status"], r["backend"] or "",
         r["agent"] or "", r["tasks_path"] or "", r["total"] or 0, json.loads(r["summary"] or "{}"),
+    )
+
+
+def _episode(r: dict) -> EpisodeRecord:
+    return EpisodeRecord(
+        r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
+        r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
+        r["duration_s"], tuple(x for x in (r["resource_events"] or "").split(",") if x), r["stop_reason"] or "",
+    )
+
+
+def _runbook(r: dict) -> Runbook:
+    leak = json.loads(r["leak"]) if r["leak"] else None
+    verdict = json.loads(r["verdict"]) if r["verdict"] else None
+    return Runbook(
+        r["id"], r["task"], r["round"], r["source_episode_id"] or "", r["harness"] or "", r["status"], r["text"],
+        r["original_text"], LeakReport(leak["score"], tuple(leak["matches"])) if leak else None,
+        ReviewVerdict(**{**verdict, "reasons": tuple(verdict["reasons"])}) if verdict else None,
+        r["decided_by"] or "", r["note"] or "", r["created_at"], r["updated_at"],
     )
 
 

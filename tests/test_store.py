@@ -111,3 +111,36 @@ def test_an_older_database_is_migrated_in_place(tmp_path: Path):
     store.record_episode(_result("old-run", "new-ep", resource_events=("oom_kill",)))
     by_id = {e.id: e for e in store.episodes("old-run")}
     assert by_id["new-ep"].resource_events == ("oom_kill",) and by_id["old-ep"].resource_events == ()
+
+
+def test_runbook_queue_round_trip_keeps_the_original_beside_an_edit(tmp_path: Path):
+    from engine.runbooks import LeakReport, ReviewVerdict, RunbookDraft
+
+    store = Store(tmp_path / "db.sqlite")
+    draft = RunbookDraft(
+        task="count-lines", round=1, source_episode_id="ep-1", text="# Goal\n1. run `wc -l`", harness="xml-bash",
+        leak=LeakReport(0.0), verdict=ReviewVerdict(True, True, False, True, ("steps are concrete",)),
+    )
+    rid = store.add_runbook(draft)
+    assert [r.id for r in store.runbooks(status="pending")] == [rid]
+    edited = store.edit_runbook(rid, "# Goal\n1. run `wc -l < file`")
+    assert edited.edited and edited.original_text == draft.text and edited.status == "pending"
+    store.decide_runbook(rid, "approved", by="human", note="fine")
+    reopened = Store(tmp_path / "db.sqlite").runbook(rid)
+    assert (reopened.status, reopened.decided_by, reopened.note) == ("approved", "human", "fine")
+    assert reopened.verdict.reasons == ("steps are concrete",) and reopened.leak.score == 0.0
+    assert store.runbooks(status="pending") == []
+    with pytest.raises(ValueError):
+        store.decide_runbook(rid, "maybe", by="human")
+
+
+def test_metrics_and_stage_records_round_trip(tmp_path: Path):
+    from engine.metrics import MetricPoint, StageRecord
+
+    store = Store(tmp_path / "db.sqlite")
+    store.log_metrics([MetricPoint("r1", "RSR-1", "sft/loss", i, 2.0 - i / 10) for i in range(5)])
+    store.log_metrics([MetricPoint("r1", "RSR-1", "sft/loss", 4, 1.5)])  # a resumed step overwrites, never duplicates
+    points = store.metrics("r1", "sft/loss")
+    assert [p.step for p in points] == [0, 1, 2, 3, 4] and points[-1].value == 1.5
+    store.put_stage(StageRecord("Base", "done", eval_run_id="e1", pass_at_1=0.1, ci_low=0.0, ci_high=0.25))
+    assert store.stages()["Base"].pass_text == "0.100 [0.000, 0.250]"

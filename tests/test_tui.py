@@ -1,26 +1,296 @@
-"""The TUI built by its factory around an injected engine and store."""
+"""The TUI driven with Pilot around an injected engine and store: what a user sees and what lands in the store."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
-from textual.widgets import DataTable
+import pytest
+from textual.widgets import DataTable, Input, Static
 
-from engine.api import Engine
-from engine.config import Config
+from engine.api import Engine, EvalRequest
+from engine.config import Config, parse_config
+from engine.events import EpisodeFinished, EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
+from tests.conftest import write_task
+from tests.tui_data import EVAL_RUN, build_store
 from trsi_tui.app import create_app
+from trsi_tui.screens.confirm import ConfirmScreen
+from trsi_tui.screens.curves import CurvesScreen
+from trsi_tui.screens.help import HelpScreen
+from trsi_tui.screens.runbooks import RunbooksScreen
+from trsi_tui.screens.sandboxes import SandboxesScreen
+from trsi_tui.screens.start_run import StartRunScreen
+from trsi_tui.screens.trajectory import TrajectoryScreen
+from trsi_tui.widgets.shell_pane import ShellPane
 
 
-async def test_dashboard_lists_stored_runs(tmp_path: Path):
-    store = Store(tmp_path / "db.sqlite")
-    run_id = store.create_run("eval", backend="local", agent="oracle", tasks_path="x", total=2, config={})
-    store.finish_run(run_id, "finished", {"success_rate": 0.5, "episodes": 2})
-    app = create_app(Engine(Config(), store))
-    async with app.run_test(size=(120, 30)) as pilot:
-        table = app.screen.query_one("#runs", DataTable)
-        assert table.row_count == 1
-        row = table.get_row_at(0)
-        assert row[0] == run_id and row[-1] == "50.0%"
+async def wait_until(pilot, condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the UI")
+        await pilot.pause(0.05)
+
+
+def text_of(app, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
+    app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        stages = app.screen.query_one("#stages", DataTable)
+        assert stages.get_row_at(0)[:2] == ["Base", "done"]
+        assert stages.get_row_at(0)[3] == "0.500 [0.250, 0.750]"
+        assert stages.get_row_at(1)[1] == "running" and stages.get_row_at(2)[1] == "not run"
+        runs = app.screen.query_one("#runs", DataTable)
+        assert runs.get_row_at(0)[0] == EVAL_RUN and runs.get_row_at(0)[6] == "0.500 [0.250, 0.750]"
+        await pilot.press("enter")  # open the highlighted run's trajectories
+        assert app.current_mode == "trajectories"
+        assert app.screen.query_one("#episodes", DataTable).row_count == 7
         await pilot.press("q")
     assert not app.is_running
+
+
+async def test_oracle_eval_of_two_builtin_tasks_started_from_the_form_streams_both_shells(tmp_path: Path):
+    store = Store(tmp_path / "db.sqlite")
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("n")
+        assert isinstance(app.screen, StartRunScreen)
+        app.screen.query_one("#only", Input).value = "copy-file-1, count-lines-1"
+        await pilot.click("#start")
+        await wait_until(pilot, lambda: isinstance(app.screen, SandboxesScreen) and not app.run_in_progress)
+        await pilot.pause()
+        panes = list(app.screen.query(ShellPane))
+        assert sorted(p.pane.task for p in panes) == ["copy-file-1", "count-lines-1"]
+        for pane in panes:
+            lines = pane.pane.buffer.plain_lines()
+            assert "$ bash /solution/solve.sh" in lines  # the agent's command streamed into its own pane
+            assert lines[-1].startswith("PASS 3/3 checks, reward 1.00")
+            assert pane.has_class("-passed") and pane.border_subtitle.startswith("PASS")
+        run = store.runs()[0]
+        assert run.status == "finished" and run.success_rate == 1.0
+        assert {e.task for e in store.episodes(run.id)} == {"copy-file-1", "count-lines-1"}
+
+
+async def test_start_form_rejects_bad_input_and_says_why(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("n")
+        form = app.screen
+        form.query_one("#only", Input).value = "no-such-task"
+        await pilot.click("#start")
+        assert isinstance(app.screen, StartRunScreen)
+        assert "no-such-task" in text_of(app, "#form-error")
+        form.query_one("#only", Input).value = ""
+        form.query_one("#concurrency", Input).value = "0"
+        await pilot.pause(0.3)  # a button ignores a second press while it still shows the first
+        await pilot.click("#start")
+        assert "Concurrency" in text_of(app, "#form-error") and not app.run_in_progress
+
+
+async def test_step_through_a_stored_trajectory(tmp_path: Path):
+    app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("4")
+        app.screen.filter_run(EVAL_RUN)
+        await pilot.pause()
+        table = app.screen.query_one("#episodes", DataTable)
+        assert table.row_count == 7
+        table.focus()
+        await pilot.press("enter")
+        assert isinstance(app.screen, TrajectoryScreen)
+        assert "PASS" in text_of(app, "#summary") and "Step 1 of 4" in text_of(app, "#step-detail")
+        await pilot.press("n")
+        detail = text_of(app, "#step-detail")
+        assert "Step 2 of 4" in detail and "Parse error" in detail and "no <bash>" in detail
+        await pilot.press("n", "n", "n")  # past the last step stays on it
+        assert "Step 4 of 4" in text_of(app, "#step-detail") and "cat /app/count.txt" in text_of(app, "#step-detail")
+        await pilot.press("p")
+        assert "Step 3 of 4" in text_of(app, "#step-detail")
+        assert "✓ a" in text_of(app, "#final")
+        await pilot.press("escape")
+        assert app.screen.query_one("#episodes", DataTable).row_count == 7
+
+
+async def test_trajectory_filters_narrow_the_list(tmp_path: Path):
+    app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("4")
+        screen = app.screen
+        screen.filter_run(EVAL_RUN)
+        screen.query_one("#outcome").value = "infra"
+        await pilot.pause()
+        table = screen.query_one("#episodes", DataTable)
+        assert table.row_count == 1 and table.get_row_at(0)[7] == "sandbox_error"
+        screen.query_one("#outcome").value = "all"
+        await pilot.press("slash", *"copy")
+        await pilot.pause()
+        assert {table.get_row_at(i)[1] for i in range(table.row_count)} == {"copy-file-1", "copy-file-2"}
+
+
+async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: Path):
+    store = build_store(tmp_path / "db.sqlite")
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("5")
+        assert isinstance(app.screen, RunbooksScreen)
+        table = app.screen.query_one("#runbooks", DataTable)
+        assert table.row_count == 2  # the pending queue; the approved one is filtered out
+        clean, leaky = [r.id for r in store.runbooks(status="pending")]
+        assert "LEAK" in table.get_row_at(1)[4]
+
+        await pilot.press("e")
+        app.screen.query_one("#text").insert("\n4. Done.\n")
+        await pilot.press("ctrl+s")
+        assert store.runbook(clean).edited and "4. Done." in store.runbook(clean).text
+        table.focus()
+        await pilot.press("a")
+        approved = Store(tmp_path / "db.sqlite").runbook(clean)  # a fresh reader sees the decision
+        assert (approved.status, approved.decided_by) == ("approved", "human")
+
+        assert table.row_count == 1 and "reject" in table.get_row_at(0)[5]
+        app.screen.query_one("#note", Input).value = "quotes the verifier"
+        table.focus()
+        await pilot.press("x")
+        rejected = Store(tmp_path / "db.sqlite").runbook(leaky)
+        assert (rejected.status, rejected.note) == ("rejected", "quotes the verifier")
+        assert table.row_count == 0 and "No runbooks" in text_of(app, "#meta")
+
+
+async def test_curves_plot_rewards_and_training_metrics(tmp_path: Path):
+    app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("6")
+        screen = app.screen
+        assert isinstance(screen, CurvesScreen) and screen.run_id == EVAL_RUN
+        assert screen.titles["reward"].endswith("(6 scored)")
+        assert screen.titles["training"].endswith("none logged for this run")
+        runs = screen.query_one("#runs", DataTable)
+        runs.focus()
+        await pilot.press("down", "down")  # runs newest first, then runs that only log metrics
+        assert screen.run_id == "20261129-130000-sft001"
+        assert screen.titles["training"] == "Training metrics: sft/loss"
+        assert screen.query_one("#stages").display  # Base has a pass@1, so the stage chart shows
+
+
+async def test_quitting_while_work_runs_asks_then_stops_the_sandboxes(tmp_path: Path):
+    write_task(tmp_path / "suite", "slow", solve="sleep 60")
+    store = Store(tmp_path / "db.sqlite")
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        app.start_run(EvalRequest(agent="oracle", tasks=str(tmp_path / "suite")))
+        await wait_until(pilot, lambda: any(p.phase == "agent" for p in app.live.panes.values()))
+        await pilot.press("q")
+        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        await pilot.press("escape")  # keep running
+        assert app.run_in_progress
+        started = time.monotonic()
+        await pilot.press("q")
+        await pilot.click("#yes")
+        await wait_until(pilot, lambda: not app.is_running, timeout=30)
+    assert time.monotonic() - started < 20  # the 60 s sleep was killed, not waited for
+    run = store.runs()[0]
+    assert run.status == "interrupted" and store.episodes(run.id) == []
+
+
+async def test_eight_panes_streaming_flat_out_are_batched_to_at_most_60_redraws_a_second(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    flushes = []
+    original = app.flush_output
+
+    def counting_flush() -> None:
+        flushes.append(time.monotonic())
+        original()
+
+    app.flush_output = counting_flush
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("2")
+        bus = app.engine.bus
+        bus.emit(RunStarted("r", "eval", 8))
+        for i in range(8):
+            bus.emit(EpisodeStarted("r", f"ep{i}", f"task-{i}", "oracle"))
+
+        def stream(i: int) -> None:
+            for n in range(1500):
+                bus.emit(SandboxOutput(f"ep{i}", "agent", "output", f"line {n} of \x1b[32mep{i}\x1b[0m\n"))
+
+        threads = [threading.Thread(target=stream, args=(i,)) for i in range(8)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                await pilot.pause(0.01)
+        await wait_until(pilot, lambda: all(f"ep{i}" in app.live.panes and app.live.panes[f"ep{i}"].buffer.line_count
+                                            == 1500 for i in range(8)))
+        elapsed = time.monotonic() - t0
+        await pilot.pause()
+        assert len(flushes) <= 60 * elapsed + 5
+        panes = list(app.screen.query(ShellPane))
+        assert len(panes) == 8
+        # Each pane follows its tail: the last line is on screen, and only visible lines were rendered.
+        assert all(p.scroll_y == p.max_scroll_y for p in panes)
+        assert all(p.lines_drawn < 1500 for p in panes)
+        bus.emit(RunFinished("r", 0.0, 0))
+
+
+async def test_keymap_from_config_remaps_a_binding_and_unknown_ids_are_reported(tmp_path: Path):
+    config = parse_config('[tui.keymap]\n"app.screen.curves" = "c"\n"no.such.binding" = "f9"\n')
+    app = create_app(Engine(config, Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("c")
+        assert isinstance(app.screen, CurvesScreen)
+        assert app.keymap_errors == ["no.such.binding"]
+        assert any("no.such.binding" in n.message for n in app._notifications)
+
+
+async def test_help_lists_bindings_with_ids_and_the_palette_jumps_to_screens(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        keys = app.screen.query_one("#keys", DataTable)
+        ids = {keys.get_row_at(i)[2] for i in range(keys.row_count)}
+        assert {"app.screen.runbooks", "app.new_run", "app.quit", "dashboard.refresh"} <= ids
+        await pilot.press("escape")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"go to runbooks")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, RunbooksScreen)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("plain\n", ["plain"]),
+    ("10%\r50%\r100%\n", ["100%"]),
+    ("abcdef\rXY\n", ["XYcdef"]),
+    ("abcdef\rXY\x1b[K\n", ["XY"]),
+    ("tab\there\n", ["tab     here"]),
+    ("a\r\nb\n", ["a", "b"]),
+])
+def test_terminal_buffer_handles_carriage_returns_and_erase(text: str, expected: list[str]):
+    from trsi_tui.widgets.terminal_buffer import TerminalBuffer
+
+    buffer = TerminalBuffer()
+    buffer.feed(text)
+    assert buffer.plain_lines() == expected
+
+
+def test_terminal_buffer_keeps_colours_across_split_escape_sequences_and_trims():
+    from trsi_tui.widgets.terminal_buffer import TerminalBuffer
+
+    buffer = TerminalBuffer(max_lines=3)
+    buffer.feed("ok \x1b[3")
+    buffer.feed("1mred\x1b[0m done\n")
+    assert buffer.plain_lines() == ["ok red done"]
+    (span,) = buffer.lines[0].spans
+    assert (span.start, span.end, span.style.color.name) == (3, 6, "color(1)")  # ANSI red
+    assert buffer.take_dirty() == {0, 1}
+    buffer.feed("2\n3\n4\n")
+    assert buffer.take_dirty() is None  # lines were trimmed off the top: everything moved
+    assert buffer.plain_lines() == ["3", "4"] and buffer.dropped == 2

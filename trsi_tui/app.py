@@ -1,26 +1,230 @@
-"""The Textual app, built by a factory so tests can inject their own engine and store."""
+"""The Textual app, built by a factory so tests can inject their own engine and store.
+
+Threads and state: the engine runs in a thread worker; its events reach the app only as
+posted messages (`EngineEvent`, `OutputPending`, `RunEnded`), and the handlers here are the
+only code that changes `self.live`. Sandbox output is batched and applied at most `FRAME_HZ`
+times a second, however fast the shells write.
+"""
 
 from __future__ import annotations
 
+import time
+from typing import Callable
+
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.timer import Timer
 
-from engine.api import Engine
+from engine.api import Engine, EvalRequest
+from engine.events import EpisodeFinished, EpisodeStarted, Event, RunFinished, RunStarted, SandboxOutput
+from trsi_tui.commands import TrsiCommands
+from trsi_tui.live import LiveState, OutputBatcher
+from trsi_tui.messages import EngineEvent, LiveChanged, OutputPending, RunEnded
+from trsi_tui.screens.confirm import ConfirmScreen
+from trsi_tui.screens.curves import CurvesScreen
 from trsi_tui.screens.dashboard import DashboardScreen
+from trsi_tui.screens.help import HelpScreen
+from trsi_tui.screens.runbooks import RunbooksScreen
+from trsi_tui.screens.sandboxes import SandboxesScreen
+from trsi_tui.screens.start_run import StartRunScreen
+from trsi_tui.screens.tasks import TasksScreen
+from trsi_tui.screens.trajectories import TrajectoriesScreen
+
+FRAME_HZ = 60
+
+SCREENS_BY_MODE = {
+    "dashboard": DashboardScreen,
+    "sandboxes": SandboxesScreen,
+    "tasks": TasksScreen,
+    "trajectories": TrajectoriesScreen,
+    "runbooks": RunbooksScreen,
+    "curves": CurvesScreen,
+}
 
 
 class TrsiApp(App):
     TITLE = "trsi-tui"
     SUB_TITLE = "terminal agents, recursive self-improvement"
-    BINDINGS = [Binding("q", "quit", "Quit", id="quit")]
+    COMMANDS = App.COMMANDS | {TrsiCommands}
+    MODES = SCREENS_BY_MODE
+    DEFAULT_MODE = "dashboard"
+    BINDINGS = [
+        Binding("1", "switch_mode('dashboard')", "Dashboard", id="app.screen.dashboard"),
+        Binding("2", "switch_mode('sandboxes')", "Sandboxes", id="app.screen.sandboxes"),
+        Binding("3", "switch_mode('tasks')", "Tasks", id="app.screen.tasks"),
+        Binding("4", "switch_mode('trajectories')", "Trajectories", id="app.screen.trajectories"),
+        Binding("5", "switch_mode('runbooks')", "Runbooks", id="app.screen.runbooks"),
+        Binding("6", "switch_mode('curves')", "Curves", id="app.screen.curves"),
+        Binding("n", "new_run", "New run", id="app.new_run"),
+        Binding("s", "stop_run", "Stop run", id="app.stop_run", show=False),
+        Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
         self.engine = engine
+        self.store = engine.store
+        self.live = LiveState()
+        self._batcher = OutputBatcher()
+        self._last_flush = 0.0
+        self._flush_timer: Timer | None = None
+        self._unsubscribe = None
+        self._exit_when_stopped = False
+        self.run_in_progress = False
+        self.keymap_errors = unknown_keymap_ids(engine.config.tui.keymap)
+        self.set_keymap(engine.config.tui.keymap)
 
+    # -- lifecycle ----------------------------------------------------------------------------
     def on_mount(self) -> None:
-        self.push_screen(DashboardScreen(self.engine.store))
+        self._unsubscribe = self.engine.bus.subscribe(self._on_bus_event)
+        if self.keymap_errors:
+            self.notify("Unknown binding id(s) in [tui.keymap]: " + ", ".join(self.keymap_errors)
+                        + ". Press ? for the list.", severity="warning", timeout=10)
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe:
+            self._unsubscribe()
+
+    # -- engine activity: called on engine threads, so only post messages -----------------------
+    def _on_bus_event(self, event: Event) -> None:
+        if isinstance(event, SandboxOutput):
+            if self._batcher.add(event.episode_id, event.channel, event.kind, event.text):
+                self.post_message(OutputPending())
+        else:
+            self.post_message(EngineEvent(event))
+
+    @on(OutputPending)
+    def _output_pending(self) -> None:
+        due = self._last_flush + 1.0 / FRAME_HZ
+        now = time.monotonic()
+        if now >= due:
+            self.flush_output()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(due - now, self.flush_output)
+
+    def flush_output(self) -> None:
+        """Apply all batched output to the pane buffers and tell the active screen once."""
+        self._flush_timer = None
+        self._last_flush = time.monotonic()
+        pending = self._batcher.drain()
+        touched = set()
+        for episode_id, chunks in pending.items():
+            pane = self.live.panes.get(episode_id)
+            if pane is None:
+                continue
+            for channel, kind, text in chunks:
+                pane.write(channel, kind, text)
+            touched.add(episode_id)
+        if touched:
+            self.screen.post_message(LiveChanged(frozenset(touched), structural=False))
+
+    @on(EngineEvent)
+    def _engine_event(self, message: EngineEvent) -> None:
+        event = message.event
+        if isinstance(event, EpisodeFinished):
+            self.flush_output()  # the verdict goes below the episode's last output
+        episode_id = self.live.apply(event)
+        structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished))
+        self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
+
+    # -- running work ------------------------------------------------------------------------
+    def start_run(self, request: EvalRequest) -> bool:
+        """Evaluate in the background and switch to the live sandboxes."""
+        return self._start(lambda: self.engine.run_request(request)[0].run_id)
+
+    def start_check(self, tasks: str, task: str) -> bool:
+        """Validate one task (oracle passes, nop does not) in the background."""
+        return self._start(lambda: self.engine.check_tasks([tasks], only=(task,))[0])
+
+    def _start(self, job: Callable[[], str]) -> bool:
+        if self.run_in_progress:
+            self.notify("A run is already in progress; stop it first (s).", severity="warning")
+            return False
+        self.run_in_progress = True
+        self._run_worker(job)
+        self.switch_mode("sandboxes")
+        return True
+
+    @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
+    def _run_worker(self, job: Callable[[], str]) -> None:
+        try:
+            run_id = job()
+        except Exception as exc:  # noqa: BLE001 - shown to the user; the app keeps running
+            self.post_message(RunEnded(None, f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(RunEnded(run_id, None))
+
+    @on(RunEnded)
+    def _run_ended(self, message: RunEnded) -> None:
+        self.run_in_progress = False
+        self.flush_output()
+        if message.error:
+            self.notify(message.error, title="Run failed", severity="error", timeout=15)
+        elif message.run_id:
+            s = self.store.run(message.run_id)
+            rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
+            self.notify(f"Run {message.run_id} {s.status}: success rate {rate}", title="Run ended")
+        self.screen.post_message(LiveChanged(frozenset(), structural=True))
+        if self._exit_when_stopped:
+            self.exit()
+
+    def action_new_run(self) -> None:
+        self.push_screen(StartRunScreen(self.engine), self._start_requested)
+
+    def _start_requested(self, request: EvalRequest | None) -> None:
+        if request is not None:
+            self.start_run(request)
+
+    def action_stop_run(self) -> None:
+        if not self.run_in_progress:
+            self.notify("Nothing is running.")
+            return
+        self.notify("Stopping: sandboxes are being shut down…")
+        self._stop_worker()
+
+    @work(thread=True, group="stop", exit_on_error=False)
+    def _stop_worker(self) -> None:
+        self.engine.cancel()  # stops every live sandbox; the engine worker then returns
+
+    async def action_quit(self) -> None:
+        if not self.run_in_progress:
+            self.exit()
+            return
+        self.push_screen(
+            ConfirmScreen("Work is still running. Stop it (its sandboxes are shut down) and quit?",
+                          yes="Stop and quit", no="Keep running"),
+            self._quit_confirmed,
+        )
+
+    def _quit_confirmed(self, stop: bool | None) -> None:
+        if stop:
+            self._exit_when_stopped = True
+            self.action_stop_run()
+
+    # -- navigation and help ------------------------------------------------------------------
+    def action_help(self) -> None:
+        rows = [(b.binding.key_display or self.get_key_display(b.binding), b.binding.id or "", b.binding.description)
+                for b in self.active_bindings.values() if b.binding.description]
+        self.push_screen(HelpScreen(rows))
+
+    async def show_trajectories(self, run_id: str | None = None) -> None:
+        await self.switch_mode("trajectories")
+        screen = self.screen
+        if isinstance(screen, TrajectoriesScreen) and run_id:
+            screen.filter_run(run_id)
+
+
+def all_binding_ids() -> set[str]:
+    classes = [TrsiApp, *SCREENS_BY_MODE.values()]
+    return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
+
+
+def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
+    return sorted(set(keymap) - all_binding_ids())
 
 
 def create_app(engine: Engine) -> TrsiApp:
     return TrsiApp(engine)
+

@@ -185,6 +185,7 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.option("--max-turns", type=click.IntRange(1, 200), default=20, show_default=True)
 @click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
 @click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
+@click.option("--task", "only", metavar="NAME", multiple=True, help="Only this task (repeatable).")
 @click.option("--attempts", type=click.IntRange(1, 100), default=1, show_default=True,
               help="Episodes per task and seed.")
 @click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True,
@@ -195,7 +196,8 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.pass_context
 def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec: str | None, harness: str,
              temperature: float, seed: int, max_turns: int, backend: str | None, split: str | None,
-             attempts: int, seeds: int, concurrency: int | None, json_path: str | None) -> None:
+             only: tuple[str, ...], attempts: int, seeds: int, concurrency: int | None,
+             json_path: str | None) -> None:
     """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite.
 
     The summary gives pass@1 (tasks weigh equally) with a 95% task-bootstrap interval and the
@@ -213,8 +215,9 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec:
     try:
         report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
                                         attempts=attempts, split=split, model=model_spec, harness=harness,
-                                        temperature=temperature, seed=seed, seeds=seeds, max_turns=max_turns)
-    except (SandboxError, PolicyError) as exc:
+                                        temperature=temperature, seed=seed, seeds=seeds, max_turns=max_turns,
+                                        only=only)
+    except (SandboxError, PolicyError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()

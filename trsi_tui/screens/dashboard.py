@@ -1,46 +1,90 @@
-"""Dashboard: stored runs and the pipeline's stages (a first, read-only version)."""
+"""Dashboard: the pipeline's stages as stored, what is running now, and recent runs."""
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from engine.store import Store
-
-STAGES = ("Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2")
+from engine.metrics import PIPELINE_STAGES
+from trsi_tui.messages import LiveChanged
 
 
 class DashboardScreen(Screen):
     CSS_PATH = "dashboard.tcss"
-    BINDINGS = [Binding("r", "refresh", "Refresh", id="dashboard.refresh")]
-
-    def __init__(self, store: Store) -> None:
-        super().__init__()
-        self.store = store
+    BINDINGS = [
+        Binding("r", "refresh", "Refresh", id="dashboard.refresh"),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="body"):
-            yield Static("Pipeline: " + "  ->  ".join(f"{s} (not run)" for s in STAGES), id="pipeline")
-            yield Static("Recent runs", classes="title")
-            yield DataTable(id="runs", cursor_type="row")
-            yield Static(
-                "Headless commands: trsi-tui tasks check | trsi-tui eval --agent oracle  (see --help)",
-                id="hint",
-            )
+            yield Static("Pipeline", classes="title")
+            yield DataTable(id="stages", cursor_type="none", zebra_stripes=True)
+            yield Static("", id="now")
+            yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#runs", DataTable)
-        table.add_columns("run", "kind", "agent", "status", "episodes", "success rate")
+        stages = self.query_one("#stages", DataTable)
+        stages.can_focus = False  # read-only; keys go to the runs table
+        stages.add_columns("stage", "status", "checkpoint", "pass@1 [95% CI]",
+                                                         "eval run")
+        self.query_one("#runs", DataTable).add_columns("run", "kind", "agent", "status", "episodes", "success",
+                                                       "pass@1 [95% CI]", "started")
+        self.action_refresh()
+        self.query_one("#runs", DataTable).focus()
+
+    def on_screen_resume(self) -> None:
         self.action_refresh()
 
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        if message.structural:
+            self.action_refresh()
+
     def action_refresh(self) -> None:
-        table = self.query_one("#runs", DataTable)
+        store = self.app.store
+        stages = store.stages()
+        table = self.query_one("#stages", DataTable)
         table.clear()
-        for r in self.store.runs(50):
+        for name in PIPELINE_STAGES:
+            s = stages.get(name)
+            if s is None:
+                table.add_row(name, "not run", "-", "-", "-")
+            else:
+                table.add_row(name, s.status, s.checkpoint or "-", s.pass_text, s.eval_run_id or "-")
+        runs = self.query_one("#runs", DataTable)
+        cursor = runs.cursor_row
+        runs.clear()
+        for r in store.runs(50):
+            s = r.summary
             rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
-            table.add_row(r.id, r.kind, r.agent, r.status, str(r.summary.get("episodes", r.total)), rate)
+            p1 = "-"
+            if s.get("pass_at_1") is not None:
+                lo, hi = s.get("ci95") or (None, None)
+                p1 = f"{s['pass_at_1']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+            runs.add_row(r.id, r.kind, r.agent, r.status, str(s.get("episodes", r.total)), rate, p1,
+                         r.created_at.replace("T", " ")[:19], key=r.id)
+        if runs.row_count:
+            runs.move_cursor(row=min(cursor, runs.row_count - 1))
+        self._show_now()
+
+    def _show_now(self) -> None:
+        live = self.app.live
+        active = [r for r in live.runs.values() if not r.finished]
+        if not active:
+            self.query_one("#now", Static).update("Nothing running. Press n to start a run.")
+            return
+        lines = [f"Running: {len(live.running)} episode(s) in {len(active)} run(s)"]
+        for r in active:
+            lines.append(f"  {r.run_id} ({r.kind}): {r.done}/{r.total} done, {r.successes} passed")
+        self.query_one("#now", Static).update("\n".join(lines))
+
+    @on(DataTable.RowSelected, "#runs")
+    async def _run_selected(self, event: DataTable.RowSelected) -> None:
+        await self.app.show_trajectories(event.row_key.value)

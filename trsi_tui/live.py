@@ -1,0 +1,142 @@
+"""What the TUI knows about work in progress: one pane state per episode, and the output batcher.
+
+Engine threads never touch UI state. The app's bus listener hands sandbox output to the
+`OutputBatcher` (a lock and a dict) and posts one wake-up message when the batcher goes from
+empty to non-empty; the app's handler drains it at most about 60 times a second and feeds the
+pane buffers. Every other engine event is posted as a message and applied here by handlers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from engine.episode import EpisodeResult
+from engine.events import EpisodeFinished, EpisodePhase, EpisodeStarted, Event, RunFinished, RunStarted
+from trsi_tui.widgets.terminal_buffer import TerminalBuffer
+
+Chunk = tuple[str, str, str]  # channel, kind, text
+
+
+@dataclass
+class PaneState:
+    episode_id: str
+    run_id: str
+    task: str
+    agent: str
+    phase: str = "starting"
+    buffer: TerminalBuffer = field(default_factory=TerminalBuffer)
+    result: EpisodeResult | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+    @property
+    def outcome(self) -> str:
+        """running, passed, failed or infra: the pane's colour."""
+        r = self.result
+        if r is None:
+            return "running"
+        if not r.scored:
+            return "infra"
+        return "passed" if r.success else "failed"
+
+    @property
+    def verdict(self) -> str:
+        r = self.result
+        if r is None:
+            return self.phase
+        reward = "-" if r.reward is None else f"{r.reward:.2f}"
+        text = f"{'PASS' if r.success else 'FAIL'} {r.checks_passed}/{r.checks_total} checks, reward {reward}"
+        if r.failure_mode:
+            text += f", {r.failure_mode}"
+        return text
+
+    def write(self, channel: str, kind: str, text: str) -> None:
+        if kind == "command":
+            prefix = "$ " if channel == "agent" else f"[{channel}] $ "
+            self.buffer.write_line(prefix + text.rstrip("\n"), "bold" if channel == "agent" else "dim")
+        elif kind == "exit":
+            if text and text != "exit 0":
+                self.buffer.write_line(f"[{text}]", "dim italic")
+        else:
+            self.buffer.feed(text)
+
+
+@dataclass
+class RunProgress:
+    run_id: str
+    kind: str
+    total: int
+    done: int = 0
+    successes: int = 0
+    finished: bool = False
+
+
+class LiveState:
+    """Panes of the current and recent episodes, and the progress of each run seen this session."""
+
+    def __init__(self, keep_finished: int = 24) -> None:
+        self.panes: OrderedDict[str, PaneState] = OrderedDict()
+        self.runs: dict[str, RunProgress] = {}
+        self.keep_finished = keep_finished
+
+    @property
+    def running(self) -> list[PaneState]:
+        return [p for p in self.panes.values() if not p.finished]
+
+    def apply(self, event: Event) -> str | None:
+        """Update from one engine event; returns the episode it concerns, if any."""
+        if isinstance(event, RunStarted):
+            self.runs[event.run_id] = RunProgress(event.run_id, event.kind, event.total_episodes)
+        elif isinstance(event, RunFinished):
+            if event.run_id in self.runs:
+                self.runs[event.run_id].finished = True
+        elif isinstance(event, EpisodeStarted):
+            self.panes[event.episode_id] = PaneState(event.episode_id, event.run_id, event.task, event.agent)
+            self._forget_old()
+            return event.episode_id
+        elif isinstance(event, EpisodePhase):
+            pane = self.panes.get(event.episode_id)
+            if pane is not None:
+                pane.phase = event.phase
+                return event.episode_id
+        elif isinstance(event, EpisodeFinished):
+            pane = self.panes.get(event.result.episode_id)
+            progress = self.runs.get(event.run_id)
+            if progress is not None:
+                progress.done += 1
+                progress.successes += int(event.result.success)
+            if pane is not None:
+                pane.result = event.result
+                pane.phase = "done"
+                pane.buffer.write_line(pane.verdict, "bold green" if pane.outcome == "passed" else "bold red")
+                return pane.episode_id
+        return None
+
+    def _forget_old(self) -> None:
+        finished = [k for k, p in self.panes.items() if p.finished]
+        for key in finished[: max(0, len(finished) - self.keep_finished)]:
+            del self.panes[key]
+
+
+class OutputBatcher:
+    """Collects sandbox output from engine threads until the UI drains it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[Chunk]] = {}
+
+    def add(self, episode_id: str, channel: str, kind: str, text: str) -> bool:
+        """Queue one chunk; True when the batcher was empty, i.e. the UI needs a wake-up."""
+        with self._lock:
+            wake = not self._pending
+            self._pending.setdefault(episode_id, []).append((channel, kind, text))
+        return wake
+
+    def drain(self) -> dict[str, list[Chunk]]:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        return pending

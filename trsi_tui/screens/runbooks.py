@@ -1,0 +1,146 @@
+"""Runbooks: the queue of drafts with both reviews; a person approves, edits in place, or rejects.
+
+Every decision is written to the store at once (the RSR round waiting on manual approval reads
+it from there). Editing keeps the original text stored beside the edit.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
+
+from engine.runbooks import Runbook
+
+FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
+
+
+class RunbooksScreen(Screen):
+    CSS_PATH = "runbooks.tcss"
+    BINDINGS = [
+        Binding("a", "decide('approved')", "Approve", id="runbooks.approve"),
+        Binding("x", "decide('rejected')", "Reject", id="runbooks.reject"),
+        Binding("e", "edit", "Edit", id="runbooks.edit"),
+        Binding("ctrl+s", "save", "Save edit", id="runbooks.save"),
+        Binding("escape", "cancel_edit", "Cancel edit", id="runbooks.cancel_edit", show=False),
+        Binding("r", "refresh", "Refresh", id="runbooks.refresh"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.current: Runbook | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="split"):
+            with Vertical(id="queue"):
+                yield Select(FILTERS, value="pending", allow_blank=False, id="status")
+                yield DataTable(id="runbooks", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="detail"):
+                yield Static("", id="meta")
+                yield TextArea("", id="text", read_only=True, language="markdown", show_line_numbers=False)
+                yield Static("", id="review")
+                yield Input(placeholder="note for approve/reject (optional)", id="note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#runbooks", DataTable).add_columns("id", "task", "round", "status", "leak", "reviewer")
+        self.action_refresh()
+
+    def on_screen_resume(self) -> None:
+        self.action_refresh()
+
+    @on(Select.Changed, "#status")
+    def _status_changed(self) -> None:
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        status = self.query_one("#status", Select).value
+        runbooks = self.app.store.runbooks(status=None if status == "all" else str(status))
+        table = self.query_one("#runbooks", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for rb in runbooks:
+            leak = "-" if rb.leak is None else (f"LEAK {rb.leak.score:.2f}" if rb.leak.leaked else f"{rb.leak.score:.2f}")
+            reviewer = "-" if rb.verdict is None else ("approve" if rb.verdict.approve else "reject")
+            table.add_row(rb.id, rb.task, str(rb.round), rb.status + (" (edited)" if rb.edited else ""), leak,
+                          reviewer, key=rb.id)
+        if runbooks:
+            table.move_cursor(row=min(cursor, len(runbooks) - 1))
+            self.show(self.app.store.runbook(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
+        else:
+            self.show(None)
+
+    @on(DataTable.RowHighlighted, "#runbooks")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is not None and (self.current is None or self.current.id != event.row_key.value):
+            self.show(self.app.store.runbook(str(event.row_key.value)))
+
+    def show(self, rb: Runbook | None) -> None:
+        self.current = rb
+        text = self.query_one("#text", TextArea)
+        text.read_only = True
+        meta = self.query_one("#meta", Static)
+        review = self.query_one("#review", Static)
+        if rb is None:
+            meta.update("[dim]No runbooks with this status. RSR rounds put their drafts here.[/]")
+            text.load_text("")
+            review.update("")
+            return
+        meta.update(f"[b]{rb.task}[/]  runbook {rb.id}  round {rb.round}  from episode {rb.source_episode_id}"
+                    f"  harness {rb.harness or '-'}\nstatus [b]{rb.status}[/]"
+                    + (f" by {rb.decided_by}" if rb.decided_by else "") + (f": {escape(rb.note)}" if rb.note else "")
+                    + ("  [yellow](edited by a person)[/]" if rb.edited else ""))
+        text.load_text(rb.text)
+        lines = []
+        if rb.leak is not None:
+            lines.append(f"[b]Leak scan[/] score {rb.leak.score:.2f}"
+                         + (f": [red]{len(rb.leak.matches)} protected fragment(s)[/]" if rb.leak.leaked else ": clean"))
+            lines += [f"  [red]{escape(m[:100])}[/]" for m in rb.leak.matches[:5]]
+        if rb.verdict is not None:
+            v = rb.verdict
+            flags = (f"format {'ok' if v.format_ok else 'BAD'} · artifacts {'named' if v.artifacts_named else 'MISSING'}"
+                     f" · leakage {'SUSPECTED' if v.leakage_suspected else 'none'}")
+            lines.append(f"[b]Reviewer[/] {'[green]approve[/]' if v.approve else '[red]reject[/]'}  {flags}")
+            lines += [f"  - {escape(r)}" for r in v.reasons]
+        review.update("\n".join(lines) or "[dim]Not reviewed yet.[/]")
+
+    def action_edit(self) -> None:
+        if self.current is None:
+            return
+        text = self.query_one("#text", TextArea)
+        text.read_only = False
+        text.focus()
+        self.notify("Editing: ctrl+s saves, escape cancels.")
+
+    def action_save(self) -> None:
+        text = self.query_one("#text", TextArea)
+        if self.current is None or text.read_only:
+            return
+        self.current = self.app.store.edit_runbook(self.current.id, text.text)
+        text.read_only = True
+        self.notify(f"Saved edit of runbook {self.current.id}.")
+        self.action_refresh()
+
+    def action_cancel_edit(self) -> None:
+        text = self.query_one("#text", TextArea)
+        if self.current is not None and not text.read_only:
+            self.show(self.current)
+            self.query_one("#runbooks", DataTable).focus()
+
+    def action_decide(self, status: str) -> None:
+        if self.current is None:
+            return
+        text = self.query_one("#text", TextArea)
+        if not text.read_only and text.text != self.current.text:
+            self.app.store.edit_runbook(self.current.id, text.text)  # approving an edit keeps the edit
+        note_input = self.query_one("#note", Input)
+        decided = self.app.store.decide_runbook(self.current.id, status, by="human", note=note_input.value.strip())
+        note_input.value = ""
+        self.notify(f"Runbook {decided.id} ({decided.task}) {status}.")
+        self.query_one("#runbooks", DataTable).focus()
+        self.action_refresh()

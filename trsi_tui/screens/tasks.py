@@ -1,0 +1,144 @@
+"""Tasks: browse a suite, read a task's instruction and checks, and see its stored validation.
+
+Checks are listed as the verifier last reported them (from the newest stored oracle episode);
+validation is the newest `tasks check` outcome: the oracle must pass every check, nop must fail.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
+
+from engine.api import EvalRequest
+from engine.paths import builtin_tasks_dir
+from engine.tasks import Suite, Task, load_suite
+
+
+class TasksScreen(Screen):
+    CSS_PATH = "tasks.tcss"
+    BINDINGS = [
+        Binding("v", "validate", "Validate task", id="tasks.validate"),
+        Binding("o", "run_oracle", "Run oracle", id="tasks.oracle"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.suite: Suite | None = None
+        self.selected: Task | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        self.suites = _known_suites(self.app)
+        yield Select([(_suite_label(p), str(p)) for p in self.suites], value=str(self.suites[0]),
+                     allow_blank=False, id="suite")
+        with Horizontal(id="split"):
+            yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="detail"):
+                yield Static("", id="task-title")
+                yield Markdown("", id="instruction")
+                yield Static("Checks", classes="title")
+                yield Static("", id="checks")
+                yield Static("Validation", classes="title")
+                yield Static("", id="validation")
+        yield Static("", id="suite-errors")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")
+        self.load(self.suites[0])
+
+    @on(Select.Changed, "#suite")
+    def _suite_changed(self, event: Select.Changed) -> None:
+        if event.value and (self.suite is None or str(self.suite.root) != event.value):
+            self.load(Path(str(event.value)))
+
+    def load(self, root: Path) -> None:
+        self.suite = load_suite(root)
+        table = self.query_one("#tasks", DataTable)
+        table.clear()
+        for task in self.suite.tasks:
+            table.add_row(task.name, task.split or "-", task.difficulty, self._valid_text(task.name), key=task.name)
+        errors = self.query_one("#suite-errors", Static)
+        errors.update("\n".join(f"malformed: {e.path}: {e.reason}" for e in self.suite.errors))
+        errors.display = bool(self.suite.errors)
+        if self.suite.tasks:
+            self.show(self.suite.tasks[0])
+
+    @on(DataTable.RowHighlighted, "#tasks")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.suite and event.row_key is not None:
+            task = next((t for t in self.suite.tasks if t.name == event.row_key.value), None)
+            if task:
+                self.show(task)
+
+    def _valid_text(self, name: str) -> str:
+        store = self.app.store
+        oracle = store.latest_episode(name, "oracle", "tasks-check")
+        nop = store.latest_episode(name, "nop", "tasks-check")
+        if oracle is None or nop is None:
+            return "unchecked"
+        return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"
+
+    def show(self, task: Task) -> None:
+        self.selected = task
+        store = self.app.store
+        self.query_one("#task-title", Static).update(
+            f"[b]{task.name}[/]  split {task.split or '-'} · {task.difficulty} · agent timeout "
+            f"{task.agent_timeout_sec:.0f}s · {task.environment.memory_mb} MB · "
+            f"{'internet' if task.environment.allow_internet else 'no network'}\n"
+            f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]")
+        self.query_one("#instruction", Markdown).update(task.instruction)
+        oracle = store.latest_episode(task.name, "oracle")
+        if oracle is None:
+            checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
+        else:
+            rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {c.name}"
+                    + (f"  [dim]{c.message[:80]}[/]" if c.message else "")
+                    for c in store.checks(oracle.id)]
+            checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
+            checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"
+        self.query_one("#checks", Static).update(checks)
+        lines = []
+        for agent, want in (("oracle", "passes every check"), ("nop", "must not succeed")):
+            ep = store.latest_episode(task.name, agent, "tasks-check")
+            if ep is None:
+                lines.append(f"{agent}: not checked ({agent} {want})")
+            else:
+                lines.append(f"{agent}: {'success' if ep.success else 'no success'} "
+                             f"({ep.checks_passed}/{ep.checks_total} checks, {ep.status}) in run {ep.run_id}")
+        self.query_one("#validation", Static).update("\n".join(lines))
+
+    def action_validate(self) -> None:
+        self._run_on_selected("oracle+nop")
+
+    def action_run_oracle(self) -> None:
+        self._run_on_selected("oracle")
+
+    def _run_on_selected(self, what: str) -> None:
+        if self.selected is None or self.suite is None:
+            return
+        if what == "oracle":
+            self.app.start_run(EvalRequest(agent="oracle", tasks=str(self.suite.root), only=(self.selected.name,)))
+        else:
+            self.app.start_check(str(self.suite.root), self.selected.name)
+
+
+def _suite_label(path: Path) -> str:
+    return "built-in suite" if path == builtin_tasks_dir() else str(path)
+
+
+def _known_suites(app) -> list[Path]:
+    """The built-in suite, the configured one, and every suite a stored run used."""
+    seen: list[Path] = []
+    candidates = [builtin_tasks_dir(), app.engine.suite_path(None)]
+    candidates += [Path(r.tasks_path) for r in app.store.runs(200) if r.tasks_path]
+    for path in candidates:
+        if path.is_dir() and path not in seen:
+            seen.append(path)
+    return seen

@@ -1,0 +1,94 @@
+"""Trajectories: stored episodes, filtered by run, task and outcome; enter opens one to step through."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+
+from trsi_tui.messages import LiveChanged
+from trsi_tui.screens.trajectory import TrajectoryScreen
+
+OUTCOMES = [("all outcomes", "all"), ("passed", "passed"), ("failed", "failed"), ("infra errors", "infra")]
+
+
+class TrajectoriesScreen(Screen):
+    CSS_PATH = "trajectories.tcss"
+    BINDINGS = [
+        Binding("r", "refresh", "Refresh", id="trajectories.refresh"),
+        Binding("slash", "focus_task_filter", "Filter task", id="trajectories.filter", key_display="/"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="filters"):
+            yield Select([], prompt="all runs", id="run")
+            yield Input(placeholder="task name contains…", id="task")
+            yield Select(OUTCOMES, value="all", allow_blank=False, id="outcome")
+        yield DataTable(id="episodes", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="count")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#episodes", DataTable).add_columns(
+            "episode", "task", "agent", "status", "success", "checks", "reward", "failure", "time")
+        self._load_runs()
+        self.action_refresh()
+
+    def on_screen_resume(self) -> None:
+        self._load_runs()
+        self.action_refresh()
+
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        if message.structural:
+            self.action_refresh()
+
+    def _load_runs(self) -> None:
+        select = self.query_one("#run", Select)
+        current = select.value
+        runs = self.app.store.runs(200)
+        select.set_options([(f"{r.id}  {r.kind} {r.agent}", r.id) for r in runs])
+        if current is not Select.BLANK and any(r.id == current for r in runs):
+            select.value = current
+
+    def filter_run(self, run_id: str) -> None:
+        self._load_runs()
+        self.query_one("#run", Select).value = run_id
+        self.action_refresh()
+
+    @on(Select.Changed)
+    @on(Input.Changed, "#task")
+    def _filters_changed(self) -> None:
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        run = self.query_one("#run", Select).value
+        needle = self.query_one("#task", Input).value.strip().lower()
+        outcome = self.query_one("#outcome", Select).value
+        episodes = self.app.store.episodes(run_id=None if run is Select.BLANK else str(run))
+        shown = []
+        for e in episodes:
+            kind = "infra" if e.reward is None else ("passed" if e.success else "failed")
+            if needle and needle not in e.task.lower():
+                continue
+            if outcome != "all" and kind != outcome:
+                continue
+            shown.append(e)
+        table = self.query_one("#episodes", DataTable)
+        table.clear()
+        for e in shown:
+            table.add_row(e.id, e.task, e.agent, e.status, "yes" if e.success else "no",
+                          f"{e.checks_passed}/{e.checks_total}", "-" if e.reward is None else f"{e.reward:.2f}",
+                          e.failure_mode or "-", f"{e.duration_s:.1f}s", key=e.id)
+        self.query_one("#count", Static).update(f"{len(shown)} of {len(episodes)} episode(s)")
+
+    def action_focus_task_filter(self) -> None:
+        self.query_one("#task", Input).focus()
+
+    @on(DataTable.RowSelected, "#episodes")
+    def _open(self, event: DataTable.RowSelected) -> None:
+        self.app.push_screen(TrajectoryScreen(str(event.row_key.value)))

@@ -1,0 +1,78 @@
+"""A live shell pane: one episode's commands and output, drawn line by line (Textual's Line API).
+
+Only lines the buffer reports as changed are re-rendered; rendered lines are cached as strips,
+so following a fast stream costs one Text->Strip conversion per new line, not per frame.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from trsi_tui.live import PaneState
+
+
+class ShellPane(ScrollView, can_focus=True):
+    def __init__(self, pane: PaneState, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.pane = pane
+        self._strips: dict[int, Strip] = {}
+        self.lines_drawn = 0  # lines rendered into strips (bench/tui.py reads this)
+        self.follow = True  # stick to the newest output until the user scrolls up
+
+    @property
+    def episode_id(self) -> str:
+        return self.pane.episode_id
+
+    def on_mount(self) -> None:
+        self.pane.buffer.take_dirty()  # a fresh widget draws everything anyway
+        self.sync(force=True)
+
+    def sync(self, force: bool = False) -> None:
+        """Take the buffer's changes: invalidate changed lines, follow the tail, update the title."""
+        self.border_title = f"{self.pane.task} · {self.pane.agent}"
+        self.border_subtitle = self.pane.verdict
+        for outcome in ("running", "passed", "failed", "infra"):
+            self.set_class(outcome == self.pane.outcome, f"-{outcome}")
+        buffer = self.pane.buffer
+        dirty = buffer.take_dirty()
+        if dirty is None or force:
+            self._strips.clear()
+            self.refresh()
+        else:
+            top = int(self.scroll_y)
+            for index in dirty:
+                self._strips.pop(index, None)
+                if top <= index < top + self.size.height:
+                    self.refresh_line(index - top)
+        self.virtual_size = Size(buffer.width, buffer.line_count)
+        if self.follow:
+            self.call_after_refresh(self._to_tail)
+
+    def _to_tail(self) -> None:
+        self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new >= self.max_scroll_y:  # at the end (also when a resize clamps the offset): follow
+            self.follow = True
+        elif new < old:  # the user scrolled up: stop following until they return to the end
+            self.follow = False
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        lines = self.pane.buffer.lines
+        if index >= self.pane.buffer.line_count:
+            return Strip.blank(width, self.rich_style)
+        strip = self._strips.get(index)
+        if strip is None:
+            text = lines[index]
+            segments = [s for s in text.render(self.app.console, end="") if s.text]
+            strip = Strip(segments or [Segment("")], text.cell_len)
+            self._strips[index] = strip
+            self.lines_drawn += 1
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
