@@ -294,3 +294,15 @@ def test_terminal_buffer_keeps_colours_across_split_escape_sequences_and_trims()
     buffer.feed("2\n3\n4\n")
     assert buffer.take_dirty() is None  # lines were trimmed off the top: everything moved
     assert buffer.plain_lines() == ["3", "4"] and buffer.dropped == 2
+
+
+async def test_output_that_overtakes_its_episode_started_message_is_not_lost(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        app._on_bus_event(EpisodeStarted("r", "a", "task-a", "oracle"))
+        app._on_bus_event(SandboxOutput("a", "agent", "output", "from a\n"))  # wakes the UI: drains before "b" exists
+        app._on_bus_event(EpisodeStarted("r", "b", "task-b", "oracle"))
+        app._on_bus_event(SandboxOutput("b", "agent", "output", "from b\n"))
+        await pilot.pause(0.1)
+        assert app.live.panes["a"].buffer.plain_lines() == ["from a"]
+        assert app.live.panes["b"].buffer.plain_lines() == ["from b"]

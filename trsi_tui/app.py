@@ -68,6 +68,9 @@ class TrsiApp(App):
         self.store = engine.store
         self.live = LiveState()
         self._batcher = OutputBatcher()
+        # Output drained before its EpisodeStarted message was handled (both race in from engine
+        # threads); it is written as soon as the pane exists.
+        self._early_output: dict[str, list[tuple[str, str, str]]] = {}
         self._last_flush = 0.0
         self._flush_timer: Timer | None = None
         self._unsubscribe = None
@@ -113,6 +116,7 @@ class TrsiApp(App):
         for episode_id, chunks in pending.items():
             pane = self.live.panes.get(episode_id)
             if pane is None:
+                self._early_output.setdefault(episode_id, []).extend(chunks)
                 continue
             for channel, kind, text in chunks:
                 pane.write(channel, kind, text)
@@ -126,6 +130,11 @@ class TrsiApp(App):
         if isinstance(event, EpisodeFinished):
             self.flush_output()  # the verdict goes below the episode's last output
         episode_id = self.live.apply(event)
+        if isinstance(event, EpisodeStarted):
+            for chunk in self._early_output.pop(event.episode_id, []):
+                self.live.panes[event.episode_id].write(*chunk)
+            while len(self._early_output) > 64:  # output of episodes never announced: drop the oldest
+                self._early_output.pop(next(iter(self._early_output)))
         structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished))
         self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
 

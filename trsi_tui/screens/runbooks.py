@@ -50,6 +50,7 @@ class RunbooksScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#runbooks", DataTable).add_columns("id", "task", "round", "status", "leak", "reviewer")
         self.action_refresh()
+        self.query_one("#runbooks", DataTable).focus()
 
     def on_screen_resume(self) -> None:
         self.action_refresh()

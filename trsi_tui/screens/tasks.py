@@ -52,6 +52,7 @@ class TasksScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")
         self.load(self.suites[0])
+        self.query_one("#tasks", DataTable).focus()
 
     @on(Select.Changed, "#suite")
     def _suite_changed(self, event: Select.Changed) -> None:

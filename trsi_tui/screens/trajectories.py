@@ -37,6 +37,7 @@ class TrajectoriesScreen(Screen):
             "episode", "task", "agent", "status", "success", "checks", "reward", "failure", "time")
         self._load_runs()
         self.action_refresh()
+        self.query_one("#episodes", DataTable).focus()
 
     def on_screen_resume(self) -> None:
         self._load_runs()

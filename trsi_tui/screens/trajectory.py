@@ -86,7 +86,8 @@ class TrajectoryScreen(Screen):
             parts += [f"[b red]Parse error[/] {escape(s.parse_error)}"]
         if s.command:
             parts += ["[b $accent]Command[/]", "$ " + escape(s.command)]
-        exit_text = "timed out" if s.timed_out else f"exit {s.exit_code}"
+        exit_text = ("timed out" if s.timed_out else f"exit {s.exit_code}" if s.exit_code is not None
+                     else "no command ran; this is the harness's feedback")
         parts += [f"[b $accent]Observation[/] [dim]({exit_text})[/]", escape(s.output) or "[dim](no output)[/]"]
         detail.update("\n".join(parts))
         table = self.query_one("#steps", DataTable)

@@ -1,0 +1,93 @@
+"""Snapshots of every screen at a fixed size with the fixture store (pytest-textual-snapshot).
+
+After an intended change to a screen, regenerate with
+`python -m pytest tests/test_tui_snapshots.py --snapshot-update` and review the SVG diffs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from engine.api import Engine
+from engine.config import Config
+from engine.events import EpisodeFinished, EpisodePhase, EpisodeStarted, RunStarted, SandboxOutput
+from tests.tui_data import EVAL_RUN, _checks, _episode, build_store
+from trsi_tui.app import create_app
+
+SIZE = (120, 36)
+
+
+@pytest.fixture
+def app(tmp_path: Path):
+    return create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
+
+
+def feed_live_episodes(app) -> None:
+    """Three episodes through the app's real event path: ANSI colour, a progress line, a verdict."""
+    emit = app._on_bus_event
+    emit(RunStarted("live01", "eval", 3))
+    for i, task in enumerate(["count-lines-1", "copy-file-1", "sort-unique-1"]):
+        emit(EpisodeStarted("live01", f"live01-{i}", task, "model"))
+        emit(EpisodePhase(f"live01-{i}", "agent"))
+        emit(SandboxOutput(f"live01-{i}", "agent", "command", "ls --color=always /app"))
+        emit(SandboxOutput(f"live01-{i}", "agent", "output", "\x1b[01;34mdata\x1b[0m  input.txt  \x1b[01;32mrun.sh\x1b[0m\n"))
+        emit(SandboxOutput(f"live01-{i}", "agent", "command", "pip download tool"))
+        emit(SandboxOutput(f"live01-{i}", "agent", "output", "progress  10%\rprogress  55%\rprogress 100%\n"))
+    result = _episode("live01", 0, "count-lines-1", "model", success=True, checks=_checks(("a", True), ("b", True)))
+    emit(EpisodeFinished("live01", replace(result, episode_id="live01-0")))
+
+
+def test_dashboard(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE)
+
+
+def test_sandboxes_streaming(snap_compare, app):
+    async def run_before(pilot) -> None:
+        await pilot.press("2")
+        feed_live_episodes(pilot.app)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_tasks(snap_compare, app):
+    async def run_before(pilot) -> None:
+        await pilot.press("3")
+        table = pilot.app.screen.query_one("#tasks")
+        table.move_cursor(row=table.get_row_index("count-lines-1"))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_trajectories(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, press=["4"])
+
+
+def test_trajectory_step(snap_compare, app):
+    async def run_before(pilot) -> None:
+        await pilot.press("4")
+        pilot.app.screen.filter_run(EVAL_RUN)
+        pilot.app.screen.query_one("#episodes").focus()
+        await pilot.press("enter", "n")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_runbooks(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, press=["5", "down"])
+
+
+def test_curves(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, press=["6"])
+
+
+def test_start_run_form(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, press=["n"])
+
+
+def test_help(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, press=["question_mark"])
