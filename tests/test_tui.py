@@ -121,6 +121,7 @@ async def test_trajectory_filters_narrow_the_list(tmp_path: Path):
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("4")
         screen = app.screen
+        assert screen.query_one("#episodes", DataTable).row_count == 11  # every run's episodes
         screen.filter_run(EVAL_RUN)
         screen.query_one("#outcome").value = "infra"
         await pilot.pause()

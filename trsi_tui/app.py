@@ -76,6 +76,7 @@ class TrsiApp(App):
         self._unsubscribe = None
         self._exit_when_stopped = False
         self.run_in_progress = False
+        self.frame_hz = FRAME_HZ  # bench/tui.py raises it to measure what batching saves
         self.keymap_errors = unknown_keymap_ids(engine.config.tui.keymap)
         self.set_keymap(engine.config.tui.keymap)
 
@@ -100,7 +101,7 @@ class TrsiApp(App):
 
     @on(OutputPending)
     def _output_pending(self) -> None:
-        due = self._last_flush + 1.0 / FRAME_HZ
+        due = self._last_flush + 1.0 / self.frame_hz
         now = time.monotonic()
         if now >= due:
             self.flush_output()
@@ -216,6 +217,7 @@ class TrsiApp(App):
     def action_help(self) -> None:
         rows = [(b.binding.key_display or self.get_key_display(b.binding), b.binding.id or "", b.binding.description)
                 for b in self.active_bindings.values() if b.binding.description]
+        rows.sort(key=lambda row: not row[1])  # ours (remappable, with ids) first, then widget keys
         self.push_screen(HelpScreen(rows))
 
     async def show_trajectories(self, run_id: str | None = None) -> None:

@@ -50,10 +50,10 @@ class TrajectoriesScreen(Screen):
 
     def _load_runs(self) -> None:
         select = self.query_one("#run", Select)
-        current = select.value
+        current = None if select.is_blank() else select.value
         runs = self.app.store.runs(200)
         select.set_options([(f"{r.id}  {r.kind} {r.agent}", r.id) for r in runs])
-        if current is not Select.BLANK and any(r.id == current for r in runs):
+        if current is not None and any(r.id == current for r in runs):
             select.value = current
 
     def filter_run(self, run_id: str) -> None:
@@ -67,10 +67,11 @@ class TrajectoriesScreen(Screen):
         self.action_refresh()
 
     def action_refresh(self) -> None:
-        run = self.query_one("#run", Select).value
+        select = self.query_one("#run", Select)
+        run = None if select.is_blank() else str(select.value)
         needle = self.query_one("#task", Input).value.strip().lower()
         outcome = self.query_one("#outcome", Select).value
-        episodes = self.app.store.episodes(run_id=None if run is Select.BLANK else str(run))
+        episodes = self.app.store.episodes(run_id=run)
         shown = []
         for e in episodes:
             kind = "infra" if e.reward is None else ("passed" if e.success else "failed")

@@ -18,7 +18,9 @@ class ShellPane(ScrollView, can_focus=True):
     def __init__(self, pane: PaneState, **kwargs) -> None:
         super().__init__(**kwargs)
         self.pane = pane
-        self._strips: dict[int, Strip] = {}
+        self._strips: dict[int, Strip] = {}  # line index -> the whole line, rendered
+        self._shown: dict[int, tuple[tuple, Strip]] = {}  # line index -> (crop key, cropped strip)
+        self._base_style = None  # rich_style walks the DOM; computed once per render pass
         self.lines_drawn = 0  # lines rendered into strips (bench/tui.py reads this)
         self.follow = True  # stick to the newest output until the user scrolls up
 
@@ -40,11 +42,13 @@ class ShellPane(ScrollView, can_focus=True):
         dirty = buffer.take_dirty()
         if dirty is None or force:
             self._strips.clear()
+            self._shown.clear()
             self.refresh()
         else:
             top = int(self.scroll_y)
             for index in dirty:
                 self._strips.pop(index, None)
+                self._shown.pop(index, None)
                 if top <= index < top + self.size.height:
                     self.refresh_line(index - top)
         self.virtual_size = Size(buffer.width, buffer.line_count)
@@ -61,18 +65,28 @@ class ShellPane(ScrollView, can_focus=True):
         elif new < old:  # the user scrolled up: stop following until they return to the end
             self.follow = False
 
+    def render_lines(self, crop):
+        self._base_style = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.size.width
-        lines = self.pane.buffer.lines
+        style = self._base_style if self._base_style is not None else self.rich_style
         if index >= self.pane.buffer.line_count:
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, style)
+        key = (scroll_x, width, style)
+        shown = self._shown.get(index)
+        if shown is not None and shown[0] == key:
+            return shown[1]
         strip = self._strips.get(index)
         if strip is None:
-            text = lines[index]
+            text = self.pane.buffer.lines[index]
             segments = [s for s in text.render(self.app.console, end="") if s.text]
             strip = Strip(segments or [Segment("")], text.cell_len)
             self._strips[index] = strip
             self.lines_drawn += 1
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style).apply_style(self.rich_style)
+        cropped = strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
+        self._shown[index] = (key, cropped)
+        return cropped
