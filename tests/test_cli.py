@@ -66,6 +66,16 @@ def test_eval_split_and_concurrency(tmp_path: Path):
     assert all(x["split"] == "eval" for x in data["results"])
 
 
+def test_eval_task_option_runs_only_the_named_tasks_and_rejects_unknown_names(tmp_path: Path):
+    out = tmp_path / "eval.json"
+    r = invoke("eval", "--agent", "oracle", "--task", "copy-file-1", "--task", "count-lines-1", "--json", str(out),
+               home=tmp_path)
+    assert r.exit_code == 0, r.output
+    assert sorted(x["task"] for x in json.loads(out.read_text())["results"]) == ["copy-file-1", "count-lines-1"]
+    r = invoke("eval", "--agent", "oracle", "--task", "no-such-task", home=tmp_path)
+    assert r.exit_code == 1 and "unknown task(s) no-such-task" in r.output
+
+
 def test_unknown_backend_is_a_usage_error(tmp_path: Path):
     r = invoke("eval", "--agent", "oracle", "--backend", "podman", home=tmp_path)
     assert r.exit_code == 2 and "available backends: docker, local" in r.output
