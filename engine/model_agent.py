@@ -16,12 +16,28 @@ from engine.tasks import Task
 from engine.token_buffer import TokenBuffer, check_prefix_preserving
 from sandboxes import Sandbox
 
+# How a runbook (RSR replay) joins the task message. The dataset builder removes exactly this
+# block again, so training samples never contain the runbook.
+GUIDANCE_HEADER = "\n\nA runbook that worked for this task before:\n"
+
+
+def with_guidance(first_message: str, guidance: str | None) -> str:
+    return first_message + GUIDANCE_HEADER + guidance.strip() if guidance else first_message
+
+
+def without_guidance(message: str, guidance: str) -> str:
+    block = GUIDANCE_HEADER + guidance.strip()
+    if not message.endswith(block):
+        raise ValueError("the message does not end with this runbook block")
+    return message[: -len(block)]
+
 
 class ModelAgent:
     name = "model"
 
     def __init__(self, policy, harness: Harness, *, temperature: float = 0.7, seed: int | None = None,
-                 max_turns: int = 20, max_tokens_per_turn: int = 512, token_budget: int = 16384) -> None:
+                 max_turns: int = 20, max_tokens_per_turn: int = 512, token_budget: int = 16384,
+                 guidance: str | None = None) -> None:
         self.policy = policy
         self.harness = harness
         self.temperature = temperature
@@ -29,6 +45,7 @@ class ModelAgent:
         self.max_turns = max_turns
         self.max_tokens_per_turn = max_tokens_per_turn
         self.token_budget = token_budget
+        self.guidance = guidance  # a runbook shown with the task (RSR replays)
         # Told about each finished turn (the episode loop turns it into an AgentStepTaken event).
         self.on_step: StepListener | None = None
 
@@ -39,7 +56,8 @@ class ModelAgent:
         if buffered:
             check_prefix_preserving(self.policy, tools)
         messages = [{"role": "system", "content": self.harness.system_prompt()},
-                    {"role": "user", "content": self.harness.first_message(task.instruction, deadline - time.monotonic())}]
+                    {"role": "user", "content": with_guidance(
+                        self.harness.first_message(task.instruction, deadline - time.monotonic()), self.guidance)}]
         buf = TokenBuffer.start(self.policy, messages, tools) if buffered else TokenBuffer()
         run = AgentRun(messages=[dict(m) for m in messages], harness=self.harness.name,
                        model=getattr(self.policy, "name", ""))

@@ -1,0 +1,71 @@
+"""SFT samples from verified replays: the task prompt, the observations and the model's own actions.
+
+The runbook (and any review dialogue, which never enters an episode) is removed: the opening
+user message is rebuilt without the runbook block and the whole conversation is re-tokenized
+through the same chat template, keeping every action as the exact token ids the model sampled.
+The loss mask is 1 on exactly those sampled ids and 0 on everything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from engine.agents import AgentStep
+from engine.model_agent import without_guidance
+from engine.token_buffer import ChatTokenizer, TokenBuffer
+
+
+@dataclass(frozen=True)
+class Provenance:
+    task: str
+    harness: str
+    source_episode_id: str
+    replay_episode_id: str
+    runbook_id: str = ""
+
+
+@dataclass(frozen=True)
+class Sample:
+    ids: tuple[int, ...]
+    mask: tuple[int, ...]
+    provenance: Provenance
+
+    @property
+    def digest(self) -> str:
+        """Identity for deduplication: the same tokens are the same sample, whatever produced them."""
+        return hashlib.sha256(json.dumps([self.ids, self.mask]).encode()).hexdigest()[:32]
+
+    @property
+    def action_tokens(self) -> int:
+        return sum(self.mask)
+
+
+def build_sample(tok: ChatTokenizer, opening: list[dict], steps: list[AgentStep] | tuple[AgentStep, ...], *,
+                 runbook: str, provenance: Provenance, tools: list[dict] | None = None) -> Sample:
+    """`opening` is the replay's system and user messages as sent (the user one ends with the runbook)."""
+    if not steps or any(not s.token_ids for s in steps):
+        raise ValueError("a sample needs steps with their sampled token ids (a local policy's episode)")
+    messages = [dict(m) for m in opening]
+    messages[-1]["content"] = without_guidance(messages[-1]["content"], runbook)
+    buf = TokenBuffer.start(tok, messages, tools)
+    for i, step in enumerate(steps):
+        buf.add_sampled(step.token_ids)
+        if i == len(steps) - 1:
+            break
+        messages.append({"role": "assistant", "content": step.action_text})
+        buf.add_observation(tok, messages, step.output, sampled_stopped=step.token_ids[-1] in tok.stop_ids,
+                            tools=tools)
+        messages.append({"role": "user", "content": step.output})
+    return Sample(tuple(buf.ids), tuple(buf.mask), provenance)
+
+
+def deduplicate(samples: list[Sample]) -> list[Sample]:
+    seen: set[str] = set()
+    unique = []
+    for sample in samples:
+        if sample.digest not in seen:
+            seen.add(sample.digest)
+            unique.append(sample)
+    return unique

@@ -1,0 +1,59 @@
+"""SFT samples from a real replay with the bundled model: runbook removed, loss only on sampled actions."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine.config import Config
+from engine.episode import run_episode
+from engine.harnesses import get_harness
+from engine.model_agent import ModelAgent, without_guidance
+from engine.rsr.dataset import Provenance, build_sample, deduplicate
+from engine.tasks import load_task
+from engine.token_buffer import TokenBuffer
+from tests.conftest import EXAMPLE_TASK
+from tests.tui_data import CLEAN_RUNBOOK_TEXT
+
+if not os.environ.get("CI"):
+    pytest.importorskip("llama_cpp", reason="the model backend needs llama-cpp-python (installed by .ci/setup)")
+
+
+@pytest.fixture(scope="module")
+def replay():
+    from engine.policy import load_policy
+
+    policy = load_policy("bundled:smollm2-135m", n_ctx=4096)
+    harness = get_harness("xml-bash")
+    agent = ModelAgent(policy, harness, temperature=0.8, seed=7, max_turns=3, guidance=CLEAN_RUNBOOK_TEXT)
+    result = run_episode(load_task(EXAMPLE_TASK), agent, config=Config(), backend="local", run_id="r")
+    return policy, result
+
+
+def test_the_replay_saw_the_runbook_but_the_sample_does_not(replay):
+    policy, result = replay
+    assert "A runbook that worked for this task before" in result.messages[1]["content"]
+    sample = build_sample(policy, list(result.messages[:2]), result.steps, runbook=CLEAN_RUNBOOK_TEXT,
+                          provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id))
+    text = policy._llm.detokenize(list(sample.ids)).decode("utf-8", errors="replace")  # noqa: SLF001
+    assert "runbook" not in text.lower() and "## Preconditions" not in text
+    assert "Count the lines of /app/input.txt" in text  # the task itself stays
+
+
+def test_the_loss_mask_covers_exactly_the_sampled_action_tokens(replay):
+    policy, result = replay
+    sample = build_sample(policy, list(result.messages[:2]), result.steps, runbook=CLEAN_RUNBOOK_TEXT,
+                          provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id))
+    sampled = [t for step in result.steps for t in step.token_ids]
+    assert [t for t, m in zip(sample.ids, sample.mask) if m] == sampled
+    assert sample.action_tokens == len(sampled) and len(sample.ids) == len(sample.mask)
+    # Everything after the prompt is the replay's own buffer, token for token.
+    with_runbook = len(TokenBuffer.start(policy, list(result.messages[:2])).ids)
+    stripped = [dict(m) for m in result.messages[:2]]
+    stripped[1]["content"] = without_guidance(stripped[1]["content"], CLEAN_RUNBOOK_TEXT)
+    without = len(TokenBuffer.start(policy, stripped).ids)
+    assert without < with_runbook
+    rest = list(sample.ids[without:])
+    assert rest == list(result.token_ids[with_runbook: with_runbook + len(rest)])
+    assert deduplicate([sample, sample]) == [sample]
