@@ -65,21 +65,29 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
 
         base, *options = spec.target.split("+")
         adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
-        if base.startswith("bundled:"):
-            # hf:bundled:smollm2-135m - the bundled model as a plain transformers checkpoint,
-            # converted from its GGUF once (plain checkpoints can be quantized and trained).
-            import os
-
-            from engine.policy.bundled import bundled_model_path
-            from engine.policy.hf import plain_checkpoint
-
-            name = base.split(":", 1)[1]
-            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "models"
-            cache.mkdir(parents=True, exist_ok=True)
-            base = str(plain_checkpoint(bundled_model_path(name), cache / f"{name}-hf"))
-        return TransformersPolicy(base, adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=str(spec))
+        return TransformersPolicy(resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx,
+                                  name=str(spec))
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
 
     path = bundled_model_path(spec.target) if spec.kind == "bundled" else Path(spec.target).expanduser()
     return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances)
+
+
+def resolve_hf_base(base: str) -> str:
+    """A transformers-loadable path or hub id for the base of an `hf:` spec.
+
+    `bundled:smollm2-135m` becomes the bundled model as a plain transformers checkpoint,
+    converted from its GGUF once and cached (plain checkpoints can be quantized and trained).
+    """
+    if not base.startswith("bundled:"):
+        return base
+    import os
+
+    from engine.policy.bundled import bundled_model_path
+    from engine.policy.hf import plain_checkpoint
+
+    name = base.split(":", 1)[1]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "models"
+    cache.mkdir(parents=True, exist_ok=True)
+    return str(plain_checkpoint(bundled_model_path(name), cache / f"{name}-hf"))

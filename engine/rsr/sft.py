@@ -1,0 +1,150 @@
+"""SFT with QLoRA: a LoRA adapter on a 4-bit NF4 base (bitsandbytes; the same code on the CPU).
+
+Read top to bottom: load the base (quantized when `load_4bit`), wrap it with a peft LoRA adapter,
+then for each epoch shuffle the samples and take one optimizer step per batch of whole samples
+(padded, never concatenated, so no sample attends to another). The loss is the mean
+cross-entropy over action tokens only: labels are -100 wherever the sample's mask is 0.
+
+The checkpoint is the adapter plus `trsi-checkpoint.json`: base model, data hash, config and
+metrics. `on_step(step, loss, tokens)` reports progress (the RSR stage logs it to the store).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import resource
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from engine.rsr.dataset import Sample
+
+METADATA = "trsi-checkpoint.json"
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass(frozen=True)
+class SftConfig:
+    rank: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    learning_rate: float = 2e-4
+    epochs: int = 3
+    batch_samples: int = 4
+    max_len: int = 2048  # longer samples keep their first max_len tokens
+    grad_clip: float = 1.0
+    load_4bit: bool = True
+    seed: int = 0
+    target_modules: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class SftResult:
+    checkpoint: Path
+    steps: int
+    tokens: int
+    action_tokens: int
+    losses: tuple[float, ...]
+    seconds: float
+    peak_rss_mb: float
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+def data_hash(samples: list[Sample]) -> str:
+    return hashlib.sha256("".join(sorted(s.digest for s in samples)).encode()).hexdigest()[:16]
+
+
+def load_trainable(base: str, config: SftConfig):
+    """The base model (NF4 when asked) with a fresh LoRA adapter; only the adapter trains."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict = {"dtype": torch.float32}
+    if config.load_4bit:
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+    lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
+                      target_modules=list(config.target_modules), task_type="CAUSAL_LM")
+    return get_peft_model(model, lora)
+
+
+def batches(samples: list[Sample], config: SftConfig, epoch: int) -> list[list[Sample]]:
+    order = list(samples)
+    random.Random(config.seed * 1000 + epoch).shuffle(order)
+    return [order[i:i + config.batch_samples] for i in range(0, len(order), config.batch_samples)]
+
+
+def collate(batch: list[Sample], max_len: int, pad_id: int):
+    import torch
+
+    width = min(max_len, max(len(s.ids) for s in batch))
+    input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(batch), width), -100, dtype=torch.long)
+    attention = torch.zeros((len(batch), width), dtype=torch.long)
+    for row, s in enumerate(batch):
+        ids, mask = s.ids[:width], s.mask[:width]
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        labels[row, : len(ids)] = torch.tensor([t if m else -100 for t, m in zip(ids, mask)])
+        attention[row, : len(ids)] = 1
+    return input_ids, labels, attention
+
+
+def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig = SftConfig(), *,
+              on_step: Callable[[int, float, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
+              ) -> SftResult:
+    import torch
+
+    if not samples:
+        raise ValueError("SFT needs at least one sample")
+    torch.manual_seed(config.seed)
+    model = load_trainable(base, config)
+    model.train()
+    pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
+    losses: list[float] = []
+    tokens = action_tokens = step = 0
+    started = time.monotonic()
+    for epoch in range(config.epochs):
+        for batch in batches(samples, config, epoch):
+            if should_stop is not None and should_stop():
+                raise InterruptedError("SFT stopped before it finished")
+            input_ids, labels, attention = collate(batch, config.max_len, pad_id)
+            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+            optimizer.step()
+            step += 1
+            tokens += int(attention.sum())
+            action_tokens += int((labels != -100).sum())
+            losses.append(float(loss.detach()))
+            if on_step is not None:
+                on_step(step, losses[-1], tokens)
+    seconds = time.monotonic() - started
+    out_dir = Path(out_dir)
+    adapter_dir = out_dir / "adapter"
+    model.save_pretrained(adapter_dir)
+    metadata = {
+        "kind": "sft-lora", "base_model": base, "data_hash": data_hash(samples), "samples": len(samples),
+        "config": {**asdict(config), "target_modules": list(config.target_modules)},
+        "metrics": {"steps": step, "tokens": tokens, "action_tokens": action_tokens,
+                    "first_loss": losses[0], "final_loss": losses[-1], "seconds": round(seconds, 2),
+                    "tokens_per_second": round(tokens / seconds, 1) if seconds else None},
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    (out_dir / METADATA).write_text(json.dumps(metadata, indent=2))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return SftResult(adapter_dir, step, tokens, action_tokens, tuple(losses), seconds, peak, metadata)

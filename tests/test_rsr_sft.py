@@ -1,0 +1,71 @@
+"""QLoRA SFT on the bundled model (CPU): it learns the actions, and the checkpoint loads as a policy."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from engine.rsr.dataset import Provenance, Sample
+from engine.rsr.sft import METADATA, SftConfig, data_hash, train_sft
+
+if not os.environ.get("CI"):
+    pytest.importorskip("peft", reason="SFT needs the hf extra (installed by .ci/setup)")
+    pytest.importorskip("bitsandbytes", reason="QLoRA needs bitsandbytes (installed by .ci/setup)")
+
+ACTION = "<bash>wc -l < /app/input.txt > /app/count.txt</bash>"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from engine.policy import load_policy
+    from engine.policy.spec import resolve_hf_base
+
+    base = resolve_hf_base("bundled:smollm2-135m")
+    policy = load_policy(f"hf:{base}")
+    opening = [{"role": "system", "content": "You run bash commands."},
+               {"role": "user", "content": "Count the lines of /app/input.txt into /app/count.txt."}]
+    prompt = policy.tokenize_chat(opening, add_generation_prompt=True)
+    action = policy.tokenizer.encode(ACTION, add_special_tokens=False) + [min(policy.stop_ids)]
+    sample = Sample(tuple(prompt + action), tuple([0] * len(prompt) + [1] * len(action)),
+                    Provenance("count-lines", "xml-bash", "src", "replay"))
+    before = _logprob(policy, prompt, action)
+    out = tmp_path_factory.mktemp("ckpt")
+    steps = []
+    result = train_sft(base, [sample], out, SftConfig(epochs=12, learning_rate=2e-3, rank=8, seed=1),
+                       on_step=lambda step, loss, tokens: steps.append((step, loss)))
+    return base, sample, prompt, action, before, result, steps, out
+
+
+def _logprob(policy, prompt, action) -> float:
+    import torch
+
+    with torch.no_grad():
+        logits = policy.model(torch.tensor([prompt + action])).logits[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return float(sum(logp[len(prompt) - 1 + i, t] for i, t in enumerate(action)))
+
+
+def test_loss_falls_and_every_step_is_reported(trained):
+    *_, result, steps, _ = trained
+    assert [s for s, _ in steps] == list(range(1, 13))
+    assert result.losses[-1] < result.losses[0] * 0.5 and all(math.isfinite(x) for x in result.losses)
+    assert result.action_tokens == 12 * sum(trained[1].mask)  # the loss saw only action tokens
+
+
+def test_the_checkpoint_holds_the_adapter_and_its_lineage(trained):
+    base, sample, *_, result, _, out = trained
+    meta = json.loads((out / METADATA).read_text())
+    assert meta["base_model"] == base and meta["data_hash"] == data_hash([sample])
+    assert meta["config"]["load_4bit"] is True and meta["metrics"]["final_loss"] == result.losses[-1]
+    assert (result.checkpoint / "adapter_config.json").is_file()
+
+
+def test_the_adapted_policy_prefers_the_trained_action(trained):
+    from engine.policy import load_policy
+
+    base, _, prompt, action, before, result, _, _ = trained
+    adapted = load_policy(f"hf:{base}+adapter={result.checkpoint}")
+    assert _logprob(adapted, prompt, action) > before + 5.0  # e^5: the action became far more likely
