@@ -24,7 +24,7 @@ class LlamaCppPolicy(LocalPolicy):
     concurrent episodes keep their own KV cache instead of evicting each other's."""
 
     def __init__(self, path: Path, *, name: str = "", n_ctx: int = 4096, threads: int | None = None,
-                 instances: int = 1) -> None:
+                 instances: int = 1, lora: Path | None = None) -> None:
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -35,7 +35,8 @@ class LlamaCppPolicy(LocalPolicy):
         self.path = Path(path)
         def make():
             try:
-                return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
+                return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0,
+                             lora_path=str(lora) if lora else None)
             except (ValueError, RuntimeError) as exc:
                 raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
 

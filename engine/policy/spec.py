@@ -1,7 +1,9 @@
 """Model spec strings select a policy backend:
 
-    bundled:smollm2-135m    the bundled SmolLM2-135M-Instruct GGUF, served by llama.cpp
-    gguf:PATH               any GGUF file, served by llama.cpp
+    bundled:smollm2-135m[+lora=FILE]
+                            the bundled SmolLM2-135M-Instruct GGUF, served by llama.cpp, optionally
+                            with a GGUF LoRA adapter (what `rsr` exports after SFT)
+    gguf:PATH[+lora=FILE]   any GGUF file, served by llama.cpp
     openai:URL#MODEL        an OpenAI-compatible chat server, e.g. openai:http://127.0.0.1:8000/v1#smollm2
     hf:PATH_OR_ID[+adapter=PATH][+4bit]
                             transformers: a checkpoint directory, a hub id (needs the hub) or a GGUF
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from engine.policy.base import Policy, PolicyError
 
-SPEC_HELP = "bundled:smollm2-135m | gguf:PATH | openai:URL#MODEL | hf:PATH_OR_ID[+adapter=PATH][+4bit]"
+SPEC_HELP = ("bundled:smollm2-135m[+lora=FILE] | gguf:PATH[+lora=FILE] | openai:URL#MODEL | "
+             "hf:PATH_OR_ID[+adapter=PATH][+4bit]")
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,15 @@ def parse_model_spec(text: str) -> ModelSpec:
             raise PolicyError("hf: needs a path or a hub id")
     if kind not in ("bundled", "gguf", "openai", "hf"):
         raise PolicyError(f"unknown model spec kind {kind!r} ({SPEC_HELP})")
-    if kind == "gguf" and not Path(target).expanduser().is_file():
-        raise PolicyError(f"GGUF file not found: {target}")
+    if kind in ("bundled", "gguf"):
+        model, *options = target.split("+")
+        for opt in options:
+            if not opt.startswith("lora="):
+                raise PolicyError(f"unknown {kind}: option {opt!r} (use +lora=FILE)")
+            if not Path(opt[len("lora="):]).expanduser().is_file():
+                raise PolicyError(f"GGUF LoRA adapter not found: {opt[len('lora='):]}")
+        if kind == "gguf" and not Path(model).expanduser().is_file():
+            raise PolicyError(f"GGUF file not found: {model}")
     if kind == "openai":
         url, _, model = target.partition("#")
         if not url.startswith(("http://", "https://")) or not model:
@@ -70,8 +80,10 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
 
-    path = bundled_model_path(spec.target) if spec.kind == "bundled" else Path(spec.target).expanduser()
-    return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances)
+    model, *options = spec.target.split("+")
+    lora = next((Path(o[len("lora="):]).expanduser() for o in options if o.startswith("lora=")), None)
+    path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
+    return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
 
 
 def resolve_hf_base(base: str) -> str:
