@@ -50,6 +50,8 @@ class Engine:
         self.paths = paths
         self.bus = bus or EventBus()
         self._runner: EpisodeRunner | None = None
+        self._rsr = None  # the RSR round in progress, if any
+        self._stop_requested = False
 
     @classmethod
     def open(cls, home: str | None = None) -> "Engine":
@@ -124,6 +126,26 @@ class Engine:
         )
         return EvalReport(run_id, results, summarize(results)), suite
 
+    def rsr_round(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
+                  concurrency: int | None = None, seed: int = 0, **overrides):
+        """Run (or resume) RSR round `round`; `overrides` replace keys of the config's [rsr] section."""
+        from engine.rsr.round import RsrRound
+
+        settings = self.config.rsr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+        preflight(backend or self.config.sandbox.backend)
+        self._stop_requested = False
+        paths = self.paths or resolve_paths(None)
+        self._rsr = RsrRound(
+            round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
+            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
+            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
+            should_stop=lambda: self._stop_requested,
+        )
+        try:
+            return self._rsr.run()
+        finally:
+            self._rsr = None
+
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
         return self.evaluate(
             req.tasks, agent=req.agent, backend=req.backend, concurrency=req.concurrency, attempts=req.attempts,
@@ -137,5 +159,8 @@ class Engine:
         )
 
     def cancel(self) -> None:
+        self._stop_requested = True
         if self._runner is not None:
             self._runner.cancel()
+        if self._rsr is not None:
+            self._rsr.cancel()

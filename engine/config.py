@@ -42,6 +42,32 @@ class EvalConfig(_Section):
     concurrency: int = Field(2, ge=1, le=64)
 
 
+class SftSection(_Section):
+    rank: int = Field(8, ge=1, le=256)
+    alpha: int = Field(16, ge=1)
+    learning_rate: float = Field(2e-4, gt=0, le=1.0)
+    epochs: int = Field(3, ge=1, le=100)
+    batch_samples: int = Field(4, ge=1, le=256)
+    max_len: int = Field(2048, ge=64)
+    load_4bit: bool = True
+
+
+class RsrConfig(_Section):
+    approval: Literal["auto", "manual"] = "auto"
+    attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness")
+    harnesses: list[str] = Field(default_factory=lambda: ["xml-bash", "terminus-json"], min_length=1)
+    split: str = "train"
+    temperature: float = Field(0.8, ge=0.0, le=5.0)
+    max_turns: int = Field(6, ge=1, le=200)
+    planner: str = Field("", description="model spec of the planner; empty = the policy's own model")
+    reviewer: str = Field("", description="model spec of the reviewer; empty = the policy's own model")
+    reviewer_unparseable: Literal["reject", "abstain"] = "reject"
+    template_fallback: bool = True
+    runbooks_per_task: int = Field(2, ge=1, le=64)
+    replays: int = Field(1, ge=1, le=16, description="replays per approved runbook")
+    sft: SftSection = SftSection()
+
+
 class TuiConfig(_Section):
     # Binding id -> keys, e.g. {"app.screen.trajectories" = "ctrl+j"}; ids are listed in the help screen.
     keymap: dict[str, str] = Field(default_factory=dict)
@@ -52,6 +78,7 @@ class Config(_Section):
     reward: RewardConfig = RewardConfig()
     eval: EvalConfig = EvalConfig()
     tui: TuiConfig = TuiConfig()
+    rsr: RsrConfig = RsrConfig()
     tasks: str = Field("", description="default task suite; empty = the built-in suite")
 
     @field_validator("tasks")
@@ -114,6 +141,29 @@ alpha = 0.5                # partial credit = alpha * passed/total, alpha < 1
 
 [eval]
 concurrency = 2
+
+[rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
+approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI
+attempts = 4               # explore attempts per task and harness
+harnesses = ["xml-bash", "terminus-json"]
+split = "train"
+temperature = 0.8
+max_turns = 6
+planner = ""               # model spec; empty = the policy's own model
+reviewer = ""              # model spec; empty = the policy's own model
+reviewer_unparseable = "reject"   # or "abstain": deterministic checks decide when the reviewer's reply is not JSON
+template_fallback = true   # a planner draft that fails the format check becomes a template of the commands
+runbooks_per_task = 2
+replays = 1                # replays per approved runbook
+
+[rsr.sft]                  # QLoRA
+rank = 8
+alpha = 16
+learning_rate = 2e-4
+epochs = 3
+batch_samples = 4
+max_len = 2048
+load_4bit = true
 
 [tui.keymap]               # binding id -> keys; the help screen (?) lists every id
 # "app.screen.trajectories" = "ctrl+j"

@@ -62,7 +62,34 @@ class RunFinished:
     episodes: int
 
 
-Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, AgentStepTaken, EpisodeFinished, RunFinished]
+@dataclass(frozen=True)
+class RsrProgress:
+    """An RSR round moved: its stage, and a line saying what happened."""
+
+    round: int
+    stage: str  # explore, runbooks, approval, replay, dataset, sft, done
+    detail: str
+
+
+@dataclass(frozen=True)
+class RunbookDrafted:
+    round: int
+    runbook_id: str
+    task: str
+    status: str  # pending, approved, rejected
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    run_id: str
+    stage: str
+    name: str
+    step: int
+    value: float
+
+
+Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, AgentStepTaken, EpisodeFinished, RunFinished,
+              RsrProgress, RunbookDrafted, TrainingStep]
 Listener = Callable[[Event], None]
 
 

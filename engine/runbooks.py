@@ -45,6 +45,8 @@ class RunbookDraft:
     harness: str = ""
     leak: LeakReport | None = None
     verdict: ReviewVerdict | None = None
+    author: str = "planner"  # "planner" (the model wrote it) or "template" (built from the commands)
+    reviewer_raw: str = ""  # the reviewer model's last reply, as it came
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class Runbook:
     note: str
     created_at: str
     updated_at: str
+    author: str = "planner"
+    reviewer_raw: str = ""
 
     @property
     def edited(self) -> bool:

@@ -56,8 +56,11 @@ def summarize(results: list[EpisodeResult]) -> dict[str, object]:
 
 
 class EpisodeRunner:
-    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus | None) -> None:
+    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus | None,
+                 on_finished: Callable[[EpisodeJob, EpisodeResult], None] | None = None) -> None:
         self.config = config
+        # Told about each stored episode with the job that produced it (RSR links episodes to its jobs).
+        self.on_finished = on_finished
         self.backend = backend
         self.store = store
         self.bus = bus or EventBus()
@@ -100,6 +103,8 @@ class EpisodeRunner:
             return None  # stopped mid-way: not a real outcome, so not stored
         if self.store is not None:
             self.store.record_episode(result)
+        if self.on_finished is not None:
+            self.on_finished(job, result)
         self.bus.emit(EpisodeFinished(run_id, result))
         return result
 

@@ -77,10 +77,19 @@ def _v4(db: sqlite_utils.Database) -> None:
     db["runbooks"].create(
         {"id": str, "task": str, "round": int, "source_episode_id": str, "harness": str, "status": str,
          "text": str, "original_text": str, "leak": str, "verdict": str, "decided_by": str, "note": str,
-         "created_at": str, "updated_at": str},
+         "created_at": str, "updated_at": str, "author": str, "reviewer_raw": str},
         pk="id",
     )
     db["runbooks"].create_index(["status"])
+    db["runbooks"].create_index(["round", "source_episode_id"])
+    # RSR: one row per round (its stage cursor), one per finished job, and the SFT samples.
+    db["rsr_rounds"].create({"round": int, "model": str, "tasks_path": str, "settings": str, "stage": str,
+                             "checkpoint": str, "detail": str, "updated_at": str}, pk="round")
+    db["rsr_jobs"].create({"round": int, "stage": str, "key": str, "run_id": str, "episode_id": str,
+                           "success": int}, pk=("round", "stage", "key"))
+    db["sft_samples"].create({"round": int, "digest": str, "ids": str, "mask": str, "task": str, "harness": str,
+                              "source_episode_id": str, "replay_episode_id": str, "runbook_id": str},
+                             pk=("round", "digest"))
     db["metrics"].create({"run_id": str, "stage": str, "name": str, "step": int, "value": float},
                          pk=("run_id", "name", "step"))
     db["stages"].create({"name": str, "status": str, "checkpoint": str, "parent": str, "eval_run_id": str,
@@ -323,10 +332,12 @@ class Store:
                 "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
                 "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
                 "decided_by": decided_by, "note": "", "created_at": now, "updated_at": now,
+                "author": draft.author, "reviewer_raw": draft.reviewer_raw,
             })
         return runbook_id
 
     def runbooks(self, status: str | None = None, round: int | None = None) -> list[Runbook]:
+        """Drafts in the order they were written, optionally of one status and one RSR round."""
         where, args = [], []
         if status:
             where.append("status = ?")
@@ -361,6 +372,55 @@ class Store:
             self.db["runbooks"].update(runbook_id, {"status": status, "decided_by": by, "note": note,
                                                     "updated_at": _now()})
         return self.runbook(runbook_id)
+
+    # -- RSR rounds ---------------------------------------------------------------------------
+    def rsr_round(self, round: int) -> dict | None:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM rsr_rounds WHERE round = ?", [round]))
+        return rows[0] if rows else None
+
+    def put_rsr_round(self, round: int, **fields: object) -> None:
+        with self._lock:
+            self.db["rsr_rounds"].upsert({"round": round, **fields, "updated_at": _now()}, pk="round")
+
+    def rsr_job_done(self, round: int, stage: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
+        with self._lock:
+            self.db["rsr_jobs"].upsert({"round": round, "stage": stage, "key": key, "run_id": run_id,
+                                        "episode_id": episode_id, "success": int(success)},
+                                       pk=("round", "stage", "key"))
+
+    def rsr_jobs(self, round: int, stage: str) -> dict[str, tuple[str, bool]]:
+        """Finished jobs of a stage: key -> (episode id, success)."""
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM rsr_jobs WHERE round = ? AND stage = ?", [round, stage]))
+        return {r["key"]: (r["episode_id"], bool(r["success"])) for r in rows}
+
+    def add_samples(self, round: int, samples: list) -> int:
+        """Store SFT samples; a sample already stored for the round (same tokens) is skipped."""
+        rows = [{"round": round, "digest": s.digest, "ids": json.dumps(list(s.ids)), "mask": json.dumps(list(s.mask)),
+                 "task": s.provenance.task, "harness": s.provenance.harness,
+                 "source_episode_id": s.provenance.source_episode_id,
+                 "replay_episode_id": s.provenance.replay_episode_id, "runbook_id": s.provenance.runbook_id}
+                for s in samples]
+        with self._lock, self.db.atomic():
+            before = self.db["sft_samples"].count
+            self.db["sft_samples"].insert_all(rows, pk=("round", "digest"), ignore=True)
+            return self.db["sft_samples"].count - before
+
+    def samples(self, round: int) -> list:
+        from engine.rsr.dataset import Provenance, Sample
+
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM sft_samples WHERE round = ? ORDER BY rowid", [round]))
+        return [Sample(tuple(json.loads(r["ids"])), tuple(json.loads(r["mask"])),
+                       Provenance(r["task"], r["harness"], r["source_episode_id"], r["replay_episode_id"],
+                                  r["runbook_id"])) for r in rows]
+
+    def episode_detail(self, episode_id: str) -> tuple[str, list[dict]]:
+        """The verifier's output and the opening messages of one episode (for RSR's leak scans)."""
+        with self._lock:
+            rows = list(self.db.query("SELECT verifier_output FROM episodes WHERE id = ?", [episode_id]))
+        return (rows[0]["verifier_output"] or "" if rows else ""), self.episode_model(episode_id).messages
 
     # -- metrics and pipeline stages ----------------------------------------------------------
     def log_metrics(self, points: list[MetricPoint]) -> None:
@@ -416,7 +476,8 @@ def _runbook(r: dict) -> Runbook:
         r["id"], r["task"], r["round"], r["source_episode_id"] or "", r["harness"] or "", r["status"], r["text"],
         r["original_text"], LeakReport(leak["score"], tuple(leak["matches"])) if leak else None,
         ReviewVerdict(**{**verdict, "reasons": tuple(verdict["reasons"])}) if verdict else None,
-        r["decided_by"] or "", r["note"] or "", r["created_at"], r["updated_at"],
+        r["decided_by"] or "", r["note"] or "", r["created_at"], r["updated_at"], r.get("author") or "",
+        r.get("reviewer_raw") or "",
     )
 
 

@@ -1,0 +1,312 @@
+"""One RSR round, stage by stage, resumable: every artifact is in SQLite before the next one starts.
+
+    explore -> runbooks -> approval -> replay -> dataset -> sft -> done
+
+Each stage skips what the store already holds (finished jobs are keyed, runbooks are keyed by
+source episode, samples by their token digest), so a round killed anywhere and started again
+neither loses nor duplicates work. With manual approval the round waits until a person has
+decided every pending draft of the round (in the TUI's runbook queue), also across restarts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from engine.config import Config, RsrConfig
+from engine.episode import EpisodeResult
+from engine.events import EventBus, RsrProgress, RunbookDrafted, TrainingStep
+from engine.harnesses import HARNESSES, get_harness
+from engine.metrics import MetricPoint
+from engine.model_agent import ModelAgent
+from engine.rsr.dataset import Provenance, build_sample
+from engine.rsr.leak import protected_for, scan
+from engine.rsr.planner import draft_runbook, trajectory_text
+from engine.rsr.reviewer import review_runbook
+from engine.rsr.sft import SftConfig
+from engine.runbooks import RunbookDraft
+from engine.runner import EpisodeJob, EpisodeRunner
+from engine.store import Store
+from engine.tasks import Task, load_suite
+
+STAGES = ("explore", "runbooks", "approval", "replay", "dataset", "sft", "done")
+APPROVAL_POLL_S = 1.0
+
+
+class RsrError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    round: int
+    stage: str
+    explored: int
+    successes: int
+    runbooks: dict[str, int]
+    replays: int
+    replay_successes: int
+    samples: int
+    checkpoint: str
+    notes: tuple[str, ...] = field(default=())
+
+
+def sft_base(model: str) -> tuple[str, str | None]:
+    """The transformers base (and adapter to continue from) behind a policy spec."""
+    from engine.policy.spec import resolve_hf_base
+
+    kind, _, target = model.partition(":")
+    base, *options = target.split("+")
+    if kind == "bundled":
+        lora = next((o[len("lora="):] for o in options if o.startswith("lora=")), None)
+        adapter = str(Path(lora).with_suffix("")) if lora else None  # ckpt/adapter.gguf <- ckpt/adapter/
+        return resolve_hf_base(f"bundled:{base}"), adapter
+    if kind == "hf":
+        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
+        return resolve_hf_base(base), adapter
+    raise RsrError(f"SFT needs transformers weights; {model!r} has none here (use bundled:NAME or hf:PATH)")
+
+
+class RsrRound:
+    def __init__(self, *, round: int, model: str, tasks: Path, config: Config, store: Store, bus: EventBus,
+                 backend: str, checkpoints_dir: Path, concurrency: int = 2, seed: int = 0,
+                 settings: RsrConfig | None = None, should_stop: Callable[[], bool] | None = None,
+                 policy=None) -> None:
+        """`policy`: an already loaded policy for `model` (the engine loads it otherwise)."""
+        self.round, self.model, self.tasks_path = round, model, Path(tasks)
+        self.config, self.store, self.bus, self.backend = config, store, bus, backend
+        self.settings = settings or config.rsr
+        self.checkpoint_dir = Path(checkpoints_dir) / f"rsr-{round}"
+        self.concurrency, self.seed = concurrency, seed
+        self.should_stop = should_stop or (lambda: False)
+        self._policy = policy
+        self._runner: EpisodeRunner | None = None
+        unknown = [h for h in self.settings.harnesses if h not in HARNESSES]
+        if unknown:
+            raise RsrError(f"unknown harness(es) {', '.join(unknown)}; available: {', '.join(sorted(HARNESSES))}")
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @property
+    def policy(self):
+        if self._policy is None:
+            from engine.policy import load_policy
+
+            self._policy = load_policy(self.model, instances=self.concurrency)
+        return self._policy
+
+    def _helper(self, spec: str):
+        if not spec:
+            return self.policy
+        from engine.policy import load_policy
+
+        return load_policy(spec)
+
+    def _progress(self, stage: str, detail: str) -> None:
+        self.store.put_rsr_round(self.round, stage=stage, detail=detail)
+        self.bus.emit(RsrProgress(self.round, stage, detail))
+
+    def _tasks(self) -> dict[str, Task]:
+        suite = load_suite(self.tasks_path)
+        chosen = [t for t in suite.tasks if not self.settings.split or t.split == self.settings.split]
+        if not chosen:
+            raise RsrError(f"no tasks in split {self.settings.split!r} of {self.tasks_path}")
+        return {t.name: t for t in chosen}
+
+    def cancel(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+
+    def _run_jobs(self, stage: str, jobs: list[tuple[str, EpisodeJob]]) -> None:
+        """Run keyed jobs; each finished episode is linked to its key the moment it is stored."""
+        keys = {id(job): key for key, job in jobs}
+
+        def finished(job: EpisodeJob, result: EpisodeResult) -> None:
+            self.store.rsr_job_done(self.round, stage, keys[id(job)], result.run_id, result.episode_id, result.success)
+            if self.should_stop() and self._runner is not None:
+                self._runner.cancel()
+
+        self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
+                                     on_finished=finished)
+        self._runner.run([job for _, job in jobs], kind=f"rsr-{stage}", agent_label="model",
+                         tasks_path=str(self.tasks_path), concurrency=self.concurrency)
+        if self._runner.cancelled:
+            raise InterruptedError(f"RSR round {self.round} stopped during {stage}")
+
+    # -- the round ---------------------------------------------------------------------------
+    def run(self) -> RoundReport:
+        record = self.store.rsr_round(self.round)
+        if record is None:
+            self.store.put_rsr_round(self.round, model=self.model, tasks_path=str(self.tasks_path),
+                                     settings=self.settings.model_dump_json(), stage="explore", checkpoint="",
+                                     detail="")
+        elif record["model"] != self.model:
+            raise RsrError(f"round {self.round} was started with model {record['model']!r}, not {self.model!r}; "
+                           "resume it with the same model or pick another round number")
+        tasks = self._tasks()
+        notes: list[str] = []
+        self.explore(tasks)
+        self.write_runbooks(tasks)
+        self.await_approval()
+        self.replay(tasks)
+        samples = self.build_dataset(tasks)
+        checkpoint = self.train(samples, notes)
+        self._progress("done", f"{len(samples)} samples; checkpoint {checkpoint or 'none'}")
+        return self.report(checkpoint, notes)
+
+    def explore(self, tasks: dict[str, Task]) -> None:
+        done = self.store.rsr_jobs(self.round, "explore")
+        jobs = []
+        for name, task in tasks.items():
+            for h_index, harness in enumerate(self.settings.harnesses):
+                for attempt in range(self.settings.attempts):
+                    key = f"{name}|{harness}|{attempt}"
+                    if key in done:
+                        continue
+                    seed = (self.seed * 7919 + self.round * 104729 + h_index * 131 + attempt) % 2**31
+                    jobs.append((key, EpisodeJob(task, self._agent_factory(harness, seed), attempt=attempt)))
+        self._progress("explore", f"{len(done)} attempts stored, {len(jobs)} to run")
+        if jobs:
+            self._run_jobs("explore", jobs)
+        wins = sum(ok for _, ok in self.store.rsr_jobs(self.round, "explore").values())
+        self._progress("explore", f"{wins} attempt(s) passed every check")
+
+    def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
+        def make():
+            return ModelAgent(self.policy, get_harness(harness), temperature=self.settings.temperature, seed=seed,
+                              max_turns=self.settings.max_turns, guidance=guidance)
+        return make
+
+    def write_runbooks(self, tasks: dict[str, Task]) -> None:
+        successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr_jobs(self.round, "explore").items() if ok)
+        existing = {rb.source_episode_id for rb in self.store.runbooks(round=self.round)}
+        per_task: dict[str, int] = {}
+        for rb in self.store.runbooks(round=self.round):
+            per_task[rb.task] = per_task.get(rb.task, 0) + 1
+        planner = reviewer = None
+        for key, episode_id in successes:
+            if self.should_stop():
+                raise InterruptedError(f"RSR round {self.round} stopped while writing runbooks")
+            name, harness, _ = key.split("|")
+            if episode_id in existing or per_task.get(name, 0) >= self.settings.runbooks_per_task:
+                continue
+            planner = planner or self._helper(self.settings.planner)
+            reviewer = reviewer or self._helper(self.settings.reviewer)
+            task = tasks[name]
+            steps = self.store.steps(episode_id)
+            draft = draft_runbook(planner, task.instruction, steps, seed=self.seed + len(existing),
+                                  template_fallback=self.settings.template_fallback)
+            verifier_output, _ = self.store.episode_detail(episode_id)
+            allowed = task.instruction + "\n" + trajectory_text(steps)
+            leak = scan(draft.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
+            verdict, raw = review_runbook(reviewer, task.instruction, draft.text, seed=self.seed,
+                                          unparseable=self.settings.reviewer_unparseable)
+            if self.settings.approval == "manual":
+                status, by = "pending", ""
+            else:
+                status, by = ("approved" if verdict.approve and not leak.leaked else "rejected"), "auto"
+            runbook_id = self.store.add_runbook(
+                RunbookDraft(name, self.round, episode_id, draft.text, harness, leak, verdict, draft.author, raw),
+                status=status, decided_by=by)
+            existing.add(episode_id)
+            per_task[name] = per_task.get(name, 0) + 1
+            self.bus.emit(RunbookDrafted(self.round, runbook_id, name, status))
+        counts = self._runbook_counts()
+        self._progress("runbooks", ", ".join(f"{v} {k}" for k, v in counts.items()) or "no successes to distill")
+
+    def _runbook_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for rb in self.store.runbooks(round=self.round):
+            counts[rb.status] = counts.get(rb.status, 0) + 1
+        return counts
+
+    def await_approval(self) -> None:
+        announced = False
+        while True:
+            pending = self.store.runbooks(status="pending", round=self.round)
+            if not pending:
+                return
+            if not announced:
+                self._progress("approval", f"waiting for a person to decide {len(pending)} runbook(s) in the TUI")
+                announced = True
+            if self.should_stop():
+                raise InterruptedError(f"RSR round {self.round} stopped while waiting for approval")
+            time.sleep(APPROVAL_POLL_S)
+
+    def replay(self, tasks: dict[str, Task]) -> None:
+        done = self.store.rsr_jobs(self.round, "replay")
+        jobs = []
+        for rb in self.store.runbooks(status="approved", round=self.round):
+            for k in range(self.settings.replays):
+                key = f"{rb.id}|{k}"
+                if key in done:
+                    continue
+                seed = (self.seed * 7919 + self.round * 104729 + 7 * k + 1) % 2**31
+                jobs.append((key, EpisodeJob(tasks[rb.task], self._agent_factory(rb.harness, seed, rb.text),
+                                             attempt=k)))
+        self._progress("replay", f"{len(jobs)} replay(s) to run with approved runbooks")
+        if jobs:
+            self._run_jobs("replay", jobs)
+
+    def build_dataset(self, tasks: dict[str, Task]):
+        runbooks = {rb.id: rb for rb in self.store.runbooks(round=self.round)}
+        fresh, rejected = [], 0
+        for key, (episode_id, ok) in sorted(self.store.rsr_jobs(self.round, "replay").items()):
+            if not ok:
+                continue
+            rb = runbooks[key.split("|")[0]]
+            task = tasks[rb.task]
+            steps = self.store.steps(episode_id)
+            model = self.store.episode_model(episode_id)
+            actions = "\n".join(s.action_text for s in steps)
+            allowed = "\n".join([task.instruction, rb.text, *(s.output for s in steps)])
+            if scan(actions, protected_for(task.path, allowed=allowed)).leaked:
+                rejected += 1  # the replay's own actions carry protected text: not training data
+                continue
+            fresh.append(build_sample(self.policy, model.messages[:2], steps, runbook=rb.text,
+                                      provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id,
+                                                            rb.id), tools=get_harness(rb.harness).tools))
+        added = self.store.add_samples(self.round, fresh)
+        samples = self.store.samples(self.round)
+        self._progress("dataset", f"{len(samples)} sample(s) ({added} new; {rejected} replay(s) dropped for leaks)")
+        return samples
+
+    def train(self, samples, notes: list[str]) -> str:
+        record = self.store.rsr_round(self.round) or {}
+        if record.get("checkpoint"):
+            return record["checkpoint"]
+        if not samples:
+            notes.append("no verified replays: nothing to train on, the actor is unchanged")
+            return ""
+        from engine.rsr.gguf_export import export_lora_gguf
+        from engine.rsr.sft import train_sft
+
+        base, adapter = sft_base(self.model)
+        if adapter:
+            notes.append(f"trains a fresh adapter on {base}; the previous adapter {adapter} is not continued")
+        s = self.settings.sft
+        config = SftConfig(rank=s.rank, alpha=s.alpha, learning_rate=s.learning_rate, epochs=s.epochs,
+                           batch_samples=s.batch_samples, max_len=s.max_len, load_4bit=s.load_4bit, seed=self.seed)
+        run_id = f"rsr-{self.round}-sft"
+        stage = f"RSR-{self.round}"
+
+        def on_step(step: int, loss: float, tokens: int) -> None:
+            self.store.log_metrics([MetricPoint(run_id, stage, "sft/loss", step, loss)])
+            self.bus.emit(TrainingStep(run_id, stage, "sft/loss", step, loss))
+
+        self._progress("sft", f"QLoRA on {len(samples)} sample(s), base {base}")
+        result = train_sft(base, samples, self.checkpoint_dir, config, on_step=on_step, should_stop=self.should_stop)
+        gguf_file = export_lora_gguf(result.checkpoint, Path(base), self.checkpoint_dir / "adapter.gguf")
+        kind, _, target = self.model.partition(":")
+        served = (f"bundled:{target.split('+')[0]}+lora={gguf_file}" if kind == "bundled"
+                  else f"hf:{base}+adapter={result.checkpoint}")
+        self.store.put_rsr_round(self.round, checkpoint=served)
+        return served
+
+    def report(self, checkpoint: str, notes: list[str]) -> RoundReport:
+        explore = self.store.rsr_jobs(self.round, "explore")
+        replay = self.store.rsr_jobs(self.round, "replay")
+        return RoundReport(self.round, "done", len(explore), sum(ok for _, ok in explore.values()),
+                           self._runbook_counts(), len(replay), sum(ok for _, ok in replay.values()),
+                           len(self.store.samples(self.round)), checkpoint, tuple(notes))

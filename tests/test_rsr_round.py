@@ -1,0 +1,140 @@
+"""An RSR round end to end in real sandboxes: explore, runbooks, reviews, approval, replay, dataset, SFT.
+
+The model's *choices* come from a scripted policy on the bundled model's real tokenizer and chat
+template (the 135M model succeeds too rarely to test a round deterministically); everything else
+is the real thing: sandboxes, verifier, store, leak scan, dataset building, QLoRA and GGUF export.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.canary import CANARY
+from engine.config import Config, RsrConfig, SftSection
+from engine.events import EventBus, RsrProgress
+from engine.policy.base import Generation, LocalPolicy
+from engine.rsr.planner import PLANNER_SYSTEM
+from engine.rsr.reviewer import REVIEWER_SYSTEM
+from engine.rsr.round import RsrRound
+from engine.store import Store
+from tests.conftest import write_task
+
+if not os.environ.get("CI"):
+    pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
+    pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
+
+APPROVE = '{"format_ok": true, "artifacts_named": true, "leakage_suspected": false, "approve": true, "reasons": ["ok"]}'
+
+
+class ScriptedModel(LocalPolicy):
+    """Real tokenizer and template (the bundled model's); replies chosen by the test."""
+
+    def __init__(self, real, runbook_for) -> None:
+        self.real, self.runbook_for = real, runbook_for
+        self.name, self.n_ctx = "scripted", real.n_ctx
+
+    @property
+    def stop_ids(self):
+        return self.real.stop_ids
+
+    def tokenize_chat(self, messages, *, add_generation_prompt, tools=None):
+        return self.real.tokenize_chat(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+
+    def generate(self, messages, *, max_tokens, temperature, seed=None, tools=None):
+        system, user = messages[0]["content"], messages[1]["content"]
+        if system == PLANNER_SYSTEM:
+            return Generation(self.runbook_for(user))
+        if system == REVIEWER_SYSTEM:
+            return Generation(APPROVE)
+        return super().generate(messages, max_tokens=max_tokens, temperature=temperature, seed=seed, tools=tools)
+
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        text = "<bash>echo hello > /app/out.txt</bash><done/>"
+        ids = self.real._llm.tokenize(text.encode(), add_bos=False, special=False) + [min(self.stop_ids)]  # noqa: SLF001
+        return Generation(text, tuple(ids), tuple([-0.1] * len(ids)), len(prompt), "stop")
+
+
+def runbook(user: str) -> str:
+    leak = f"\nMarker: {CANARY}\n" if "leaky-task" in user or "leaky" in user else ""
+    return ("# Goal\nWrite hello to /app/out.txt.\n\n## Preconditions\n- /app exists.\n\n## Steps\n"
+            "1. `echo hello > /app/out.txt` (expect: no output)\n\n## Check\n/app/out.txt says hello.\n" + leak)
+
+
+@pytest.fixture(scope="module")
+def real_policy():
+    from engine.policy import load_policy
+
+    return load_policy("bundled:smollm2-135m", n_ctx=2048)
+
+
+def make_round(tmp_path: Path, real_policy, *, approval="auto", stop=None, store=None, bus=None, concurrency=2):
+    suite = tmp_path / "suite"
+    if not suite.exists():
+        write_task(suite, "hello-a")
+        write_task(suite, "hello-b", instruction="Write hello to /app/out.txt (leaky variant).")
+    settings = RsrConfig(approval=approval, attempts=1, harnesses=["xml-bash"], split="", max_turns=2,
+                         sft=SftSection(epochs=1, rank=4, alpha=8))
+    return RsrRound(round=1, model="bundled:smollm2-135m", tasks=suite, config=Config(),
+                    store=store or Store(tmp_path / "db.sqlite"), bus=bus or EventBus(), backend="local",
+                    checkpoints_dir=tmp_path / "ckpt", settings=settings, should_stop=stop, concurrency=concurrency,
+                    policy=ScriptedModel(real_policy, runbook))
+
+
+def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, real_policy):
+    rnd = make_round(tmp_path, real_policy)
+    report = rnd.run()
+    store = rnd.store
+    assert (report.explored, report.successes) == (2, 2)
+    # The leaky runbook (it quotes the canary) is rejected by the leak scan; the clean one approved.
+    by_task = {rb.task: rb for rb in store.runbooks(round=1)}
+    assert by_task["hello-b"].status == "rejected" and by_task["hello-b"].leak.leaked
+    assert by_task["hello-a"].status == "approved" and by_task["hello-a"].decided_by == "auto"
+    assert (report.replays, report.replay_successes, report.samples) == (1, 1, 1)
+    (sample,) = store.samples(1)
+    text = real_policy._llm.detokenize(list(sample.ids)).decode()  # noqa: SLF001
+    assert "runbook" not in text.lower() and "Write hello to /app/out.txt." in text
+    assert sample.provenance.task == "hello-a" and sample.provenance.runbook_id == by_task["hello-a"].id
+    assert report.checkpoint.startswith("bundled:smollm2-135m+lora=") and report.checkpoint.endswith("adapter.gguf")
+    assert [p.name for p in store.metrics("rsr-1-sft")] == ["sft/loss"]
+    assert store.rsr_round(1)["stage"] == "done"
+
+
+def test_a_killed_round_resumes_without_losing_or_duplicating_work(tmp_path: Path, real_policy):
+    store = Store(tmp_path / "db.sqlite")
+    first = make_round(tmp_path, real_policy, store=store, concurrency=1,
+                       stop=lambda: len(store.rsr_jobs(1, "explore")) >= 1)
+    with pytest.raises(InterruptedError):
+        first.run()  # stops after the first explore episode is stored, before runbooks
+    assert len(store.rsr_jobs(1, "explore")) == 1
+    report = make_round(tmp_path, real_policy, store=store).run()
+    explore_eps = [e for r in store.runs(50) if r.kind == "rsr-explore" for e in store.episodes(r.id)]
+    assert len(explore_eps) == 2 and report.explored == 2  # the stored attempt was not run again
+    assert len(store.runbooks(round=1)) == 2 and report.samples == 1
+    again = make_round(tmp_path, real_policy, store=store).run()  # a finished round is a no-op
+    assert again.samples == 1 and len(store.runbooks(round=1)) == 2 and again.checkpoint == report.checkpoint
+
+
+def test_manual_approval_blocks_until_a_person_decides(tmp_path: Path, real_policy):
+    store, bus = Store(tmp_path / "db.sqlite"), EventBus()
+    stages = []
+    bus.subscribe(lambda e: stages.append(e.stage) if isinstance(e, RsrProgress) else None)
+    rnd = make_round(tmp_path, real_policy, approval="manual", store=store, bus=bus)
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("report", rnd.run()))
+    worker.start()
+    deadline = time.monotonic() + 120
+    while "approval" not in stages and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.5)
+    assert worker.is_alive() and store.rsr_jobs(1, "replay") == {}  # waiting, nothing replayed yet
+    pending = store.runbooks(status="pending", round=1)
+    assert len(pending) == 2  # manual mode holds every draft, whatever the reviews said
+    for rb in pending:
+        store.decide_runbook(rb.id, "approved" if rb.task == "hello-a" else "rejected", by="human")
+    worker.join(timeout=300)
+    assert not worker.is_alive() and result["report"].replays == 1
