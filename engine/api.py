@@ -43,6 +43,19 @@ class EvalRequest:
     attempts: int = 1
 
 
+@dataclass(frozen=True)
+class RsrRequest:
+    """What the TUI's RSR form asks `Engine.rsr_round` to run."""
+
+    round: int
+    model: str
+    tasks: str | None = None
+    approval: str | None = None
+    attempts: int | None = None
+    backend: str | None = None
+    concurrency: int | None = None
+
+
 class Engine:
     def __init__(self, config: Config, store: Store, paths: Paths | None = None, bus: EventBus | None = None) -> None:
         self.config = config

@@ -307,3 +307,36 @@ async def test_output_that_overtakes_its_episode_started_message_is_not_lost(tmp
         await pilot.pause(0.1)
         assert app.live.panes["a"].buffer.plain_lines() == ["from a"]
         assert app.live.panes["b"].buffer.plain_lines() == ["from b"]
+
+
+async def test_runbooks_drafted_by_a_running_round_appear_in_the_open_queue(tmp_path: Path):
+    from engine.events import RsrProgress, RunbookDrafted
+    from engine.runbooks import RunbookDraft
+
+    store = Store(tmp_path / "db.sqlite")
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("5")
+        table = app.screen.query_one("#runbooks", DataTable)
+        assert table.row_count == 0
+        rid = store.add_runbook(RunbookDraft("hello-a", 1, "ep", "# Goal\nx\n", "xml-bash", author="template"))
+        app.engine.bus.emit(RunbookDrafted(1, rid, "hello-a", "pending"))
+        app.engine.bus.emit(RsrProgress(1, "approval", "waiting for a person to decide 1 runbook(s) in the TUI"))
+        await pilot.pause(0.1)
+        assert table.row_count == 1 and "written by template" in text_of(app, "#meta")
+        await pilot.press("1")
+        assert "RSR round 1: approval: waiting for a person" in text_of(app, "#now")
+
+
+async def test_the_rsr_form_refuses_a_model_it_cannot_train(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("R")
+        form = app.screen
+        form.query_one("#model", Input).value = "openai:http://127.0.0.1:9/v1#m"
+        await pilot.click("#start")
+        assert "needs bundled:NAME or hf:PATH" in text_of(app, "#form-error") and not app.run_in_progress
+        form.query_one("#model", Input).value = "nonsense"
+        await pilot.pause(0.3)
+        await pilot.click("#start")
+        assert "not KIND:TARGET" in text_of(app, "#form-error")

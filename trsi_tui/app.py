@@ -16,8 +16,10 @@ from textual.app import App
 from textual.binding import Binding
 from textual.timer import Timer
 
-from engine.api import Engine, EvalRequest
-from engine.events import EpisodeFinished, EpisodeStarted, Event, RunFinished, RunStarted, SandboxOutput
+from engine.api import Engine, EvalRequest, RsrRequest
+from engine.events import (
+    EpisodeFinished, EpisodeStarted, Event, RsrProgress, RunbookDrafted, RunFinished, RunStarted, SandboxOutput,
+)
 from trsi_tui.commands import TrsiCommands
 from trsi_tui.live import LiveState, OutputBatcher
 from trsi_tui.messages import EngineEvent, LiveChanged, OutputPending, RunEnded
@@ -27,6 +29,7 @@ from trsi_tui.screens.dashboard import DashboardScreen
 from trsi_tui.screens.help import HelpScreen
 from trsi_tui.screens.runbooks import RunbooksScreen
 from trsi_tui.screens.sandboxes import SandboxesScreen
+from trsi_tui.screens.start_rsr import StartRsrScreen
 from trsi_tui.screens.start_run import StartRunScreen
 from trsi_tui.screens.tasks import TasksScreen
 from trsi_tui.screens.trajectories import TrajectoriesScreen
@@ -57,6 +60,7 @@ class TrsiApp(App):
         Binding("5", "switch_mode('runbooks')", "Runbooks", id="app.screen.runbooks"),
         Binding("6", "switch_mode('curves')", "Curves", id="app.screen.curves"),
         Binding("n", "new_run", "New run", id="app.new_run"),
+        Binding("R", "new_rsr", "RSR round", id="app.new_rsr"),
         Binding("s", "stop_run", "Stop run", id="app.stop_run", show=False),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -136,13 +140,25 @@ class TrsiApp(App):
                 self.live.panes[event.episode_id].write(*chunk)
             while len(self._early_output) > 64:  # output of episodes never announced: drop the oldest
                 self._early_output.pop(next(iter(self._early_output)))
-        structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished))
+        structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished, RsrProgress,
+                                        RunbookDrafted))
         self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
 
     # -- running work ------------------------------------------------------------------------
     def start_run(self, request: EvalRequest) -> bool:
         """Evaluate in the background and switch to the live sandboxes."""
         return self._start(lambda: self.engine.run_request(request)[0].run_id)
+
+    def start_rsr(self, request: RsrRequest) -> bool:
+        """Run (or resume) an RSR round in the background; its episodes stream to the Sandboxes screen."""
+        def job() -> str:
+            report = self.engine.rsr_round(request.round, model=request.model, tasks=request.tasks,
+                                           backend=request.backend, concurrency=request.concurrency,
+                                           approval=request.approval, attempts=request.attempts)
+            self.call_from_thread(self.notify, f"RSR round {report.round}: {report.samples} sample(s), "
+                                  f"checkpoint {report.checkpoint or 'none'}", title="RSR round done")
+            return ""
+        return self._start(job)
 
     def start_check(self, tasks: str, task: str) -> bool:
         """Validate one task (oracle passes, nop does not) in the background."""
@@ -172,7 +188,7 @@ class TrsiApp(App):
         self.flush_output()
         if message.error:
             self.notify(message.error, title="Run failed", severity="error", timeout=15)
-        elif message.run_id:
+        elif message.run_id:  # eval and check runs; RSR rounds report themselves
             s = self.store.run(message.run_id)
             rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
             self.notify(f"Run {message.run_id} {s.status}: success rate {rate}", title="Run ended")
@@ -182,6 +198,9 @@ class TrsiApp(App):
 
     def action_new_run(self) -> None:
         self.push_screen(StartRunScreen(self.engine), self._start_requested)
+
+    def action_new_rsr(self) -> None:
+        self.push_screen(StartRsrScreen(self.engine), lambda req: req is not None and self.start_rsr(req))
 
     def _start_requested(self, request: EvalRequest | None) -> None:
         if request is not None:
@@ -228,7 +247,10 @@ class TrsiApp(App):
 
 
 def all_binding_ids() -> set[str]:
-    classes = [TrsiApp, *SCREENS_BY_MODE.values()]
+    from trsi_tui.screens.trajectory import TrajectoryScreen
+
+    classes = [TrsiApp, *SCREENS_BY_MODE.values(), TrajectoryScreen, StartRunScreen, StartRsrScreen, HelpScreen,
+               ConfirmScreen]
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 

@@ -24,6 +24,7 @@ class TrsiCommands(Provider):
         ]
         commands += [
             ("Start a run…", app.action_new_run, "Choose suite, agent or model, harness, backend, concurrency"),
+            ("Start an RSR round…", app.action_new_rsr, "Explore, distill runbooks, review, replay, SFT"),
             ("Stop the running work", app.action_stop_run, "Stops the run and shuts down its sandboxes"),
             ("Show keys and help", app.action_help, "Every binding with its id (for [tui.keymap])"),
         ]

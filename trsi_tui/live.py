@@ -13,7 +13,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from engine.episode import EpisodeResult
-from engine.events import EpisodeFinished, EpisodePhase, EpisodeStarted, Event, RunFinished, RunStarted
+from engine.events import (
+    EpisodeFinished, EpisodePhase, EpisodeStarted, Event, RsrProgress, RunFinished, RunStarted, TrainingStep,
+)
 from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 
 Chunk = tuple[str, str, str]  # channel, kind, text
@@ -81,6 +83,8 @@ class LiveState:
     def __init__(self, keep_finished: int = 24) -> None:
         self.panes: OrderedDict[str, PaneState] = OrderedDict()
         self.runs: dict[str, RunProgress] = {}
+        self.rsr: dict[int, tuple[str, str]] = {}  # round -> (stage, what happened last)
+        self.training: dict[str, tuple[int, float]] = {}  # training run -> (step, last loss)
         self.keep_finished = keep_finished
 
     @property
@@ -89,7 +93,11 @@ class LiveState:
 
     def apply(self, event: Event) -> str | None:
         """Update from one engine event; returns the episode it concerns, if any."""
-        if isinstance(event, RunStarted):
+        if isinstance(event, RsrProgress):
+            self.rsr[event.round] = (event.stage, event.detail)
+        elif isinstance(event, TrainingStep):
+            self.training[event.run_id] = (event.step, event.value)
+        elif isinstance(event, RunStarted):
             self.runs[event.run_id] = RunProgress(event.run_id, event.kind, event.total_episodes)
         elif isinstance(event, RunFinished):
             if event.run_id in self.runs:

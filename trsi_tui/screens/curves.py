@@ -39,7 +39,7 @@ class CurvesScreen(Screen):
                 yield PlotextPlot(id="reward")
                 yield PlotextPlot(id="training")
                 yield PlotextPlot(id="stages")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#runs", DataTable).add_columns("run", "kind", "agent")

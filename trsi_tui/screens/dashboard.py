@@ -27,7 +27,7 @@ class DashboardScreen(Screen):
             yield Static("", id="now")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         stages = self.query_one("#stages", DataTable)
@@ -77,10 +77,13 @@ class DashboardScreen(Screen):
     def _show_now(self) -> None:
         live = self.app.live
         active = [r for r in live.runs.values() if not r.finished]
-        if not active:
-            self.query_one("#now", Static).update("Nothing running. Press n to start a run.")
+        lines = [f"RSR round {n}: {stage}: {detail}" for n, (stage, detail) in sorted(live.rsr.items())]
+        lines += [f"Training {run}: step {step}, loss {loss:.4f}" for run, (step, loss) in live.training.items()]
+        if not active and not lines:
+            self.query_one("#now", Static).update("Nothing running. Press n to start a run, R for an RSR round.")
             return
-        lines = [f"Running: {len(live.running)} episode(s) in {len(active)} run(s)"]
+        if active:
+            lines.append(f"Running: {len(live.running)} episode(s) in {len(active)} run(s)")
         for r in active:
             lines.append(f"  {r.run_id} ({r.kind}): {r.done}/{r.total} done, {r.successes} passed")
         self.query_one("#now", Static).update("\n".join(lines))

@@ -18,7 +18,7 @@ SCREEN_GUIDE = """\
 [b]4 Trajectories[/]  stored episodes; enter steps through one
 [b]5 Runbooks[/]  runbook drafts and reviews: approve, edit, reject
 [b]6 Curves[/]  reward, pass rate and training curves per run
-[b]n[/] start a run   [b]s[/] stop it   [b]ctrl+p[/] command palette   [b]q[/] quit
+[b]n[/] start a run   [b]R[/] run an RSR round   [b]s[/] stop it   [b]ctrl+p[/] command palette   [b]q[/] quit
 Remap keys in the config file ([b]trsi-tui config path[/]) under [b][tui.keymap][/] by binding id."""
 
 

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
 
 from engine.runbooks import Runbook
+from trsi_tui.messages import LiveChanged
 
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
@@ -45,7 +46,7 @@ class RunbooksScreen(Screen):
                 yield TextArea("", id="text", read_only=True, language="markdown", show_line_numbers=False)
                 yield Static("", id="review")
                 yield Input(placeholder="note for approve/reject (optional)", id="note")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#runbooks", DataTable).add_columns("id", "task", "round", "status", "leak", "reviewer")
@@ -54,6 +55,11 @@ class RunbooksScreen(Screen):
 
     def on_screen_resume(self) -> None:
         self.action_refresh()
+
+    @on(LiveChanged)
+    def _live_changed(self, message: LiveChanged) -> None:
+        if message.structural:  # e.g. an RSR round drafted a runbook
+            self.action_refresh()
 
     @on(Select.Changed, "#status")
     def _status_changed(self) -> None:
@@ -93,7 +99,7 @@ class RunbooksScreen(Screen):
             review.update("")
             return
         meta.update(f"[b]{rb.task}[/]  runbook {rb.id}  round {rb.round}  from episode {rb.source_episode_id}"
-                    f"  harness {rb.harness or '-'}\nstatus [b]{rb.status}[/]"
+                    f"  harness {rb.harness or '-'}  written by {rb.author or '-'}\nstatus [b]{rb.status}[/]"
                     + (f" by {rb.decided_by}" if rb.decided_by else "") + (f": {escape(rb.note)}" if rb.note else "")
                     + ("  [yellow](edited by a person)[/]" if rb.edited else ""))
         text.load_text(rb.text)

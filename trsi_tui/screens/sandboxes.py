@@ -29,7 +29,7 @@ class SandboxesScreen(Screen):
         yield Static("", id="progress")
         yield Grid(id="panes")
         yield Static("No episodes yet. Press n to start a run.", id="empty")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.reconcile()

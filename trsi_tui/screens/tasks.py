@@ -47,7 +47,7 @@ class TasksScreen(Screen):
                 yield Static("Validation", classes="title")
                 yield Static("", id="validation")
         yield Static("", id="suite-errors")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")

@@ -30,7 +30,7 @@ class TrajectoriesScreen(Screen):
             yield Select(OUTCOMES, value="all", allow_blank=False, id="outcome")
         yield DataTable(id="episodes", cursor_type="row", zebra_stripes=True)
         yield Static("", id="count")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#episodes", DataTable).add_columns(

@@ -38,7 +38,7 @@ class TrajectoryScreen(Screen):
             with VerticalScroll(id="step"):
                 yield Static("", id="step-detail")
         yield Static("", id="final")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         store = self.app.store
