@@ -116,3 +116,18 @@ def test_eval_reports_pass_at_k_with_an_interval_and_compares_runs(tmp_path: Pat
 def test_eval_without_agent_is_a_usage_error(tmp_path: Path):
     r = invoke("eval", home=tmp_path)
     assert r.exit_code == 2 and "--agent" in r.output
+
+
+def test_rsr_run_refuses_models_it_cannot_train_and_a_changed_model_on_resume(tmp_path: Path):
+    r = invoke("rsr", "run", "--round", "1", "--model", "openai:http://127.0.0.1:9/v1#m", home=tmp_path)
+    assert r.exit_code == 1 and "needs transformers weights" in r.output
+    r = invoke("rsr", "run", "--round", "1", "--model", "gguf:/no/such.gguf", home=tmp_path)
+    assert r.exit_code == 1 and "GGUF file not found" in r.output
+    Store(tmp_path / "trsi.db").put_rsr_round(1, model="hf:/some/model", tasks_path="x", settings="{}",
+                                               stage="explore", checkpoint="", detail="")
+    r = invoke("rsr", "run", "--round", "1", "--model", "bundled:smollm2-135m", home=tmp_path)
+    assert r.exit_code == 1 and "was started with model 'hf:/some/model'" in r.output
+    r = invoke("rsr", "run", "--round", "2", "--model", "bundled:smollm2-135m", "--harness", "xml-bash",
+               "--tasks", str(tmp_path / "nowhere"), home=tmp_path)
+    assert r.exit_code == 1 and "no tasks" in r.output
+    assert Store(tmp_path / "trsi.db").rsr_round(2) is None  # nothing recorded for a round that never started

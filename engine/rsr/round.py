@@ -83,6 +83,12 @@ class RsrRound:
         self.should_stop = should_stop or (lambda: False)
         self._policy = policy
         self._runner: EpisodeRunner | None = None
+        from engine.policy import parse_model_spec
+
+        kind = parse_model_spec(model).kind  # a bad spec fails here, not after an hour of exploring
+        if kind not in ("bundled", "hf"):
+            raise RsrError(f"RSR trains the actor, so it needs transformers weights: {model!r} is a {kind}: spec; "
+                           "use bundled:NAME or hf:PATH")
         unknown = [h for h in self.settings.harnesses if h not in HARNESSES]
         if unknown:
             raise RsrError(f"unknown harness(es) {', '.join(unknown)}; available: {', '.join(sorted(HARNESSES))}")
@@ -136,6 +142,7 @@ class RsrRound:
 
     # -- the round ---------------------------------------------------------------------------
     def run(self) -> RoundReport:
+        tasks = self._tasks()
         record = self.store.rsr_round(self.round)
         if record is None:
             self.store.put_rsr_round(self.round, model=self.model, tasks_path=str(self.tasks_path),
@@ -144,7 +151,6 @@ class RsrRound:
         elif record["model"] != self.model:
             raise RsrError(f"round {self.round} was started with model {record['model']!r}, not {self.model!r}; "
                            "resume it with the same model or pick another round number")
-        tasks = self._tasks()
         notes: list[str] = []
         self.explore(tasks)
         self.write_runbooks(tasks)
