@@ -177,6 +177,8 @@ class TrsiApp(App):
     def _run_worker(self, job: Callable[[], str]) -> None:
         try:
             run_id = job()
+        except InterruptedError as exc:  # stopped on request (s, or quitting): resumable, not a failure
+            self.post_message(RunEnded(None, None, stopped=str(exc)))
         except Exception as exc:  # noqa: BLE001 - shown to the user; the app keeps running
             self.post_message(RunEnded(None, f"{type(exc).__name__}: {exc}"))
         else:
@@ -188,6 +190,8 @@ class TrsiApp(App):
         self.flush_output()
         if message.error:
             self.notify(message.error, title="Run failed", severity="error", timeout=15)
+        elif message.stopped:
+            self.notify(f"{message.stopped}; start it again to resume.", title="Stopped")
         elif message.run_id:  # eval and check runs; RSR rounds report themselves
             s = self.store.run(message.run_id)
             rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
