@@ -379,6 +379,11 @@ class Store:
             rows = list(self.db.query("SELECT * FROM rsr_rounds WHERE round = ?", [round]))
         return rows[0] if rows else None
 
+    def next_rsr_round(self) -> int:
+        with self._lock:
+            row = self.db.execute("SELECT MAX(round) FROM rsr_rounds").fetchone()
+        return (row[0] or 0) + 1
+
     def put_rsr_round(self, round: int, **fields: object) -> None:
         with self._lock:
             self.db["rsr_rounds"].upsert({"round": round, **fields, "updated_at": _now()}, pk="round")

@@ -11,8 +11,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from engine.api import Engine, RsrRequest
 from engine.policy import PolicyError, parse_model_spec
-from sandboxes import available_backends
-from trsi_tui.screens.start_run import DEFAULT_MODEL, _positive
+from trsi_tui.screens.start_run import DEFAULT_MODEL, _positive, backend_select
 
 
 class StartRsrScreen(ModalScreen[RsrRequest | None]):
@@ -25,12 +24,11 @@ class StartRsrScreen(ModalScreen[RsrRequest | None]):
 
     def compose(self) -> ComposeResult:
         config = self.engine.config
-        rounds = [r for r in range(1, 1000) if self.engine.store.rsr_round(r) is None]
         with Vertical(id="form"):
             yield Static("Run an RSR round (a stopped round resumes with the same number)", id="form-title")
             with Grid(id="fields"):
                 yield Label("Round")
-                yield Input(str(rounds[0] if rounds else 1), type="integer", id="round", compact=True)
+                yield Input(str(self.engine.store.next_rsr_round()), type="integer", id="round", compact=True)
                 yield Label("Model")
                 yield Input(DEFAULT_MODEL, id="model", compact=True)
                 yield Label("Suite")
@@ -41,9 +39,7 @@ class StartRsrScreen(ModalScreen[RsrRequest | None]):
                 yield Label("Attempts")
                 yield Input(str(config.rsr.attempts), type="integer", id="attempts", compact=True)
                 yield Label("Backend")
-                backends = available_backends() or [config.sandbox.backend]
-                yield Select([(b, b) for b in backends], allow_blank=False, compact=True, id="backend",
-                             value=config.sandbox.backend if config.sandbox.backend in backends else backends[0])
+                yield backend_select(config.sandbox.backend)
                 yield Label("Concurrency")
                 yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
             yield Static("", id="form-error")

@@ -53,10 +53,7 @@ class StartRunScreen(ModalScreen[EvalRequest | None]):
                 yield Select([(h, h) for h in sorted(HARNESSES)], value="xml-bash", allow_blank=False,
                              id="harness", disabled=True, compact=True)
                 yield Label("Backend")
-                backends = available_backends() or [config.sandbox.backend]
-                default_backend = config.sandbox.backend if config.sandbox.backend in backends else backends[0]
-                yield Select([(b, b) for b in backends], value=default_backend, allow_blank=False,
-                             id="backend", compact=True)
+                yield backend_select(config.sandbox.backend)
                 yield Label("Concurrency")
                 yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
                 yield Label("Seeds")
@@ -110,6 +107,13 @@ class StartRunScreen(ModalScreen[EvalRequest | None]):
             harness=str(self.query_one("#harness", Select).value), backend=str(self.query_one("#backend", Select).value),
             concurrency=concurrency, seeds=seeds,
         )
+
+
+def backend_select(configured: str) -> Select:
+    """The sandbox backends usable here, the configured one first choice."""
+    backends = available_backends() or [configured]
+    return Select([(b, b) for b in backends], value=configured if configured in backends else backends[0],
+                  allow_blank=False, id="backend", compact=True)
 
 
 def _positive(text: str, field: str, most: int) -> int:
