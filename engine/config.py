@@ -50,6 +50,7 @@ class SftSection(_Section):
     batch_samples: int = Field(4, ge=1, le=256)
     max_len: int = Field(2048, ge=64)
     load_4bit: bool = True
+    packing: bool = False
 
 
 class RsrConfig(_Section):
@@ -164,6 +165,7 @@ epochs = 3
 batch_samples = 4
 max_len = 2048
 load_4bit = true
+packing = false            # pack a step's samples into shared rows (block-diagonal mask): less padding
 
 [tui.keymap]               # binding id -> keys; the help screen (?) lists every id
 # "app.screen.trajectories" = "ctrl+j"

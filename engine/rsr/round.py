@@ -293,7 +293,8 @@ class RsrRound:
             notes.append(f"trains a fresh adapter on {base}; the previous adapter {adapter} is not continued")
         s = self.settings.sft
         config = SftConfig(rank=s.rank, alpha=s.alpha, learning_rate=s.learning_rate, epochs=s.epochs,
-                           batch_samples=s.batch_samples, max_len=s.max_len, load_4bit=s.load_4bit, seed=self.seed)
+                           batch_samples=s.batch_samples, max_len=s.max_len, load_4bit=s.load_4bit,
+                           packing=s.packing, seed=self.seed)
         run_id = f"rsr-{self.round}-sft"
         stage = f"RSR-{self.round}"
 

@@ -1,9 +1,11 @@
 """SFT with QLoRA: a LoRA adapter on a 4-bit NF4 base (bitsandbytes; the same code on the CPU).
 
 Read top to bottom: load the base (quantized when `load_4bit`), wrap it with a peft LoRA adapter,
-then for each epoch shuffle the samples and take one optimizer step per batch of whole samples
-(padded, never concatenated, so no sample attends to another). The loss is the mean
-cross-entropy over action tokens only: labels are -100 wherever the sample's mask is 0.
+then for each epoch shuffle the samples and take one optimizer step per batch of whole samples.
+A batch is padded rows, one sample each, or with `packing` several samples per row under a
+block-diagonal causal mask with positions restarting per sample, so in both cases no sample
+attends to another and the loss is the same. The loss is the mean cross-entropy over action
+tokens only: labels are -100 wherever the sample's mask is 0.
 
 The checkpoint is the adapter plus `trsi-checkpoint.json`: base model, data hash, config and
 metrics. `on_step(step, loss, tokens)` reports progress (the RSR stage logs it to the store).
@@ -38,6 +40,9 @@ class SftConfig:
     max_len: int = 2048  # longer samples keep their first max_len tokens
     grad_clip: float = 1.0
     load_4bit: bool = True
+    # Pack each step's samples into as few rows of max_len as fit, with a block-diagonal mask and
+    # positions restarting per sample: less padding, and still no sample attends to another.
+    packing: bool = False
     seed: int = 0
     target_modules: tuple[str, ...] = LORA_TARGETS
 
@@ -101,6 +106,41 @@ def collate(batch: list[Sample], max_len: int, pad_id: int):
     return input_ids, labels, attention
 
 
+def collate_packed(batch: list[Sample], max_len: int, pad_id: int):
+    """First-fit rows of at most max_len tokens; a 4D mask keeps each sample to itself."""
+    import torch
+
+    rows: list[list[Sample]] = []
+    for s in sorted(batch, key=lambda s: -len(s.ids)):
+        size = min(len(s.ids), max_len)
+        for row in rows:
+            if sum(min(len(x.ids), max_len) for x in row) + size <= max_len:
+                row.append(s)
+                break
+        else:
+            rows.append([s])
+    width = max(sum(min(len(x.ids), max_len) for x in row) for row in rows)
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(rows), width), -100, dtype=torch.long)
+    positions = torch.zeros((len(rows), width), dtype=torch.long)
+    allowed = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
+    for r, row in enumerate(rows):
+        start = 0
+        for s in row:
+            ids, mask = s.ids[:max_len], s.mask[:max_len]
+            end = start + len(ids)
+            input_ids[r, start:end] = torch.tensor(ids)
+            labels[r, start:end] = torch.tensor([t if m else -100 for t, m in zip(ids, mask)])
+            positions[r, start:end] = torch.arange(len(ids))
+            allowed[r, 0, start:end, start:end] = torch.tril(torch.ones(len(ids), len(ids), dtype=torch.bool))
+            start = end
+        for i in range(start, width):  # padding attends to itself only, so no row of the mask is empty
+            allowed[r, 0, i, i] = True
+    attention = torch.zeros(allowed.shape, dtype=torch.float32).masked_fill(~allowed, torch.finfo(torch.float32).min)
+    real_tokens = int(sum(min(len(s.ids), max_len) for s in batch))
+    return input_ids, labels, attention, positions, real_tokens
+
+
 def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig = SftConfig(), *,
               on_step: Callable[[int, float, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
               ) -> SftResult:
@@ -121,14 +161,20 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
         for batch in batches(samples, config, epoch):
             if should_stop is not None and should_stop():
                 raise InterruptedError("SFT stopped before it finished")
-            input_ids, labels, attention = collate(batch, config.max_len, pad_id)
-            loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+            if config.packing:
+                input_ids, labels, attention, positions, real = collate_packed(batch, config.max_len, pad_id)
+                loss = model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
+                             labels=labels).loss
+            else:
+                input_ids, labels, attention = collate(batch, config.max_len, pad_id)
+                real = int(attention.sum())
+                loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
             optimizer.step()
             step += 1
-            tokens += int(attention.sum())
+            tokens += real
             action_tokens += int((labels != -100).sum())
             losses.append(float(loss.detach()))
             if on_step is not None:
