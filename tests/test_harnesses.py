@@ -90,3 +90,18 @@ def test_truncate_middle_is_utf8_safe():
     s = "é" * 1000
     t = truncate_middle(s, 100)
     assert t.encode("utf-8") and "truncated" in t
+
+
+def test_fewshot_examples_teach_the_format_without_any_suite_task():
+    from engine.paths import builtin_tasks_dir
+    from engine.tasks import load_suite
+
+    h = get_harness("xml-bash-fewshot")
+    prompt = h.system_prompt()
+    assert prompt.count("<bash>") >= 4 and prompt.count("<done/>") >= 3
+    families = {t.metadata.get("family") for t in load_suite(builtin_tasks_dir()).tasks}
+    for task in load_suite(builtin_tasks_dir()).tasks:  # no example is a suite task's instruction or answer
+        solve = (task.solution_dir / "solve.sh").read_text().strip().splitlines()[-1]
+        assert solve not in prompt and task.instruction.strip() not in prompt
+    assert len(families) == 16
+    assert h.parse("<bash>uname -s > /app/os.txt</bash>").commands[0].keystrokes == "uname -s > /app/os.txt"

@@ -13,6 +13,7 @@ from rich.table import Table
 from engine.agents import SCRIPTED_AGENTS
 from engine.api import Engine
 from engine.config import DEFAULT_CONFIG_TOML, ConfigError
+from engine.harnesses import HARNESSES
 from engine.events import EpisodeFinished, Event, RunStarted
 from engine.paths import resolve_paths
 from engine.store import StoreError
@@ -178,7 +179,7 @@ def tasks_import(src: Path, dest: Path) -> None:
               help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct), gguf:PATH, "
                    "hf:PATH_OR_ID[+adapter=PATH][+4bit] (transformers), or openai:URL#MODEL "
                    "(an OpenAI-compatible server).")
-@click.option("--harness", type=click.Choice(["terminus-json", "tool-call", "xml-bash"]), default="xml-bash",
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)), default="xml-bash",
               show_default=True, help="How the model is prompted and how its replies become commands.")
 @click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")
@@ -298,7 +299,7 @@ def rsr() -> None:
 @click.option("--attempts", type=click.IntRange(1, 64), default=None,
               help="Explore attempts per task and harness (default from config: 4).")
 @click.option("--harness", "harnesses", multiple=True,
-              type=click.Choice(["terminus-json", "tool-call", "xml-bash"]),
+              type=click.Choice(sorted(HARNESSES)),
               help="Explore harness (repeatable; default from config: xml-bash and terminus-json).")
 @click.option("--split", default=None, help="Task split to explore (default from config: train).")
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config).")

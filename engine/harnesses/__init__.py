@@ -5,8 +5,9 @@ from engine.harnesses.base import Action, Command, Harness, StepResult, truncate
 from engine.harnesses.terminus_json import TerminusJson
 from engine.harnesses.tool_call import ToolCall
 from engine.harnesses.xml_bash import XmlBash
+from engine.harnesses.xml_bash_fewshot import XmlBashFewShot
 
-HARNESSES: dict[str, type[Harness]] = {h.name: h for h in (TerminusJson, XmlBash, ToolCall)}
+HARNESSES: dict[str, type[Harness]] = {h.name: h for h in (TerminusJson, XmlBash, XmlBashFewShot, ToolCall)}
 
 
 def get_harness(name: str) -> Harness:
