@@ -258,3 +258,22 @@ def test_concurrent_conversations_keep_their_own_llama_context():
     chosen = pool._acquire(a + [1, 2])  # noqa: SLF001
     assert chosen is holders[True]
     pool._release(chosen)  # noqa: SLF001
+
+
+def test_loading_instances_from_many_threads_leaves_stdout_where_it_was():
+    """llama.cpp silences loading by redirecting fds 1 and 2; concurrent loads must not lose stdout."""
+    import threading
+
+    from engine.policy import load_policy
+
+    before = os.fstat(1)
+    policy = load_policy("bundled:smollm2-135m", n_ctx=256, instances=4)
+    prompt = policy.tokenize_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+    threads = [threading.Thread(target=policy.generate_ids, args=(prompt,),
+                                kwargs={"max_tokens": 2, "temperature": 0.0}) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)

@@ -18,6 +18,9 @@ import numpy as np
 from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 class LlamaCppPolicy(LocalPolicy):
     """`instances` > 1 keeps that many llama.cpp contexts (the weights are shared through mmap);
     each call takes the free one whose cached tokens share the longest prefix with the prompt, so
@@ -34,9 +37,12 @@ class LlamaCppPolicy(LocalPolicy):
         self.name = name or f"gguf:{path}"
         self.path = Path(path)
         def make():
+            # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
+            # threads doing that at once can leave stdout pointing at /dev/null for good.
             try:
-                return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0,
-                             lora_path=str(lora) if lora else None)
+                with _LOAD_LOCK:
+                    return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0,
+                                 lora_path=str(lora) if lora else None)
             except (ValueError, RuntimeError) as exc:
                 raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
 

@@ -10,6 +10,7 @@ decided every pending draft of the round (in the TUI's runbook queue), also acro
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,6 +83,7 @@ class RsrRound:
         self.concurrency, self.seed = concurrency, seed
         self.should_stop = should_stop or (lambda: False)
         self._policy = policy
+        self._policy_lock = threading.Lock()
         self._runner: EpisodeRunner | None = None
         from engine.policy import parse_model_spec
 
@@ -96,11 +98,12 @@ class RsrRound:
     # -- plumbing ---------------------------------------------------------------------------
     @property
     def policy(self):
-        if self._policy is None:
-            from engine.policy import load_policy
+        with self._policy_lock:  # episode threads ask at once: load one policy, not one each
+            if self._policy is None:
+                from engine.policy import load_policy
 
-            self._policy = load_policy(self.model, instances=self.concurrency)
-        return self._policy
+                self._policy = load_policy(self.model, instances=self.concurrency)
+            return self._policy
 
     def _helper(self, spec: str):
         if not spec:
@@ -152,6 +155,7 @@ class RsrRound:
             raise RsrError(f"round {self.round} was started with model {record['model']!r}, not {self.model!r}; "
                            "resume it with the same model or pick another round number")
         notes: list[str] = []
+        _ = self.policy  # load it here, on the calling thread, before episode threads need it
         self.explore(tasks)
         self.write_runbooks(tasks)
         self.await_approval()
