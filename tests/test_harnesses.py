@@ -105,3 +105,24 @@ def test_fewshot_examples_teach_the_format_without_any_suite_task():
         assert solve not in prompt and task.instruction.strip() not in prompt
     assert len(families) == 16
     assert h.parse("<bash>uname -s > /app/os.txt</bash>").commands[0].keystrokes == "uname -s > /app/os.txt"
+
+
+@pytest.mark.parametrize("reply, command, done", [
+    ("```bash\nls -la /app\n```", "ls -la /app", False),
+    ("Sure:\n```\n$ wc -l < /app/a.txt > /app/n.txt\n```\nThat counts lines.", "wc -l < /app/a.txt > /app/n.txt", False),
+    ("```sh\nsudo cp /app/a /app/b\n```", "cp /app/a /app/b", False),  # no sudo in sandboxes
+    ("```bash\ncp a b\n```\n```bash\nrm a\n```", "cp a b", False),  # one command per reply: the first
+    ("DONE", None, True),
+    ("The task is DONE.", None, True),
+])
+def test_fenced_bash_takes_the_first_code_block_or_done(reply: str, command: str | None, done: bool):
+    action = get_harness("fenced-bash").parse(reply)
+    assert [c.keystrokes for c in action.commands] == ([command] if command else [])
+    assert action.done is done and not action.error
+
+
+def test_fenced_bash_reports_what_is_missing():
+    h = get_harness("fenced-bash")
+    assert "no ```bash code block" in h.parse("I would copy the file.").error
+    assert "not closed" in h.parse("```bash\nls /app").error
+    assert "DONE" in h.format_reminder()

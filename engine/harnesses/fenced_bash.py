@@ -1,0 +1,76 @@
+"""fenced-bash: one command in a ```bash code block per reply, DONE when finished; worked examples.
+
+Small chat models write shell commands in markdown code fences on their own; asking for the
+format they already use, and showing it three times, gets parseable replies where XML tags or
+JSON do not. The examples use tasks outside the built-in suite's families.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.harnesses.base import Action, Command, Harness
+
+_FENCE = re.compile(r"```[ \t]*(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_DONE = re.compile(r"(?<![A-Za-z])DONE(?![A-Za-z])")
+
+SYSTEM = """You are an expert Linux user. You complete a task by running bash commands.
+Reply with exactly one command inside a ```bash code block and nothing else.
+You then see the command's output. When the task is complete, reply with DONE.
+
+Example
+Task: Write the name of the kernel to /app/os.txt.
+Reply:
+```bash
+uname -s > /app/os.txt
+```
+Output: (nothing)
+Reply: DONE
+
+Example
+Task: Delete every .tmp file under /app/cache.
+Reply:
+```bash
+find /app/cache -name '*.tmp' -delete
+```
+Output: (nothing)
+Reply: DONE
+
+Example
+Task: Save the first 3 lines of /app/log.txt to /app/head.txt.
+Reply:
+```bash
+head -n 3 /app/log.txt > /app/head.txt
+```
+Output: (nothing)
+Reply: DONE"""
+
+
+_SUDO = re.compile(r"^(\s*)sudo\s+(?:-\S+\s+)*")
+
+
+def _clean(block: str) -> str:
+    """Shell-prompt markers go; so does a leading sudo: sandboxes have no sudo, and the agent
+    already has the rights the task needs, so `sudo cp a b` means `cp a b`."""
+    lines = [line[2:] if line.startswith("$ ") else line for line in block.strip().splitlines()]
+    return "\n".join(_SUDO.sub(r"\1", line) for line in lines).strip()
+
+
+class FencedBash(Harness):
+    name = "fenced-bash"
+
+    def system_prompt(self) -> str:
+        return SYSTEM
+
+    def format_reminder(self) -> str:
+        return "Reply with one command in a ```bash code block, or DONE when the task is complete."
+
+    def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
+        match = _FENCE.search(text)
+        if match and _clean(match.group(1)):
+            return Action((Command(_clean(match.group(1))),), False)
+        if _DONE.search(text):
+            return Action((), True)
+        if "```" in text:
+            return Action(error="a code block was opened but not closed, or it was empty")
+        return Action(error="no ```bash code block and no DONE was found")
