@@ -84,3 +84,20 @@ def test_packing_gives_the_same_loss_as_padded_batches(trained, tmp_path):
     packed = train_sft(base, [sample, other], tmp_path / "b", SftConfig(**{**config.__dict__, "packing": True}))
     assert abs(padded.losses[0] - packed.losses[0]) < 1e-4
     assert packed.tokens == padded.tokens  # padding is never counted as training tokens
+
+
+def test_action_loss_equals_the_models_own_loss(trained):
+    """Logits only at action positions: the same loss as the full forward, for far less memory."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from engine.rsr.sft import action_loss, collate
+
+    base, sample, *_ = trained
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    other = Sample(sample.ids[:-4], sample.mask[:-4], sample.provenance)
+    ids, labels, attention = collate([sample, other], 4096, 0)
+    with torch.no_grad():
+        full = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        ours = action_loss(model, ids, attention, labels)
+    assert abs(float(full) - float(ours)) < 1e-5
