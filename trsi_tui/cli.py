@@ -176,7 +176,8 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.option("--agent", type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]), default=None,
               help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.")
 @click.option("--model", "model_spec", metavar="SPEC", default=None,
-              help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct), gguf:PATH, "
+              help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct) or gguf:PATH, "
+                   "each optionally +lora=FILE (a GGUF LoRA adapter, as `rsr run` exports), "
                    "hf:PATH_OR_ID[+adapter=PATH][+4bit] (transformers), or openai:URL#MODEL "
                    "(an OpenAI-compatible server).")
 @click.option("--harness", type=click.Choice(sorted(HARNESSES)), default="xml-bash",
