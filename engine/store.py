@@ -421,11 +421,11 @@ class Store:
                        Provenance(r["task"], r["harness"], r["source_episode_id"], r["replay_episode_id"],
                                   r["runbook_id"])) for r in rows]
 
-    def episode_detail(self, episode_id: str) -> tuple[str, list[dict]]:
-        """The verifier's output and the opening messages of one episode (for RSR's leak scans)."""
+    def verifier_output(self, episode_id: str) -> str:
+        """What the verifier printed for one episode (RSR's leak scan protects it)."""
         with self._lock:
             rows = list(self.db.query("SELECT verifier_output FROM episodes WHERE id = ?", [episode_id]))
-        return (rows[0]["verifier_output"] or "" if rows else ""), self.episode_model(episode_id).messages
+        return (rows[0]["verifier_output"] or "") if rows else ""
 
     # -- metrics and pipeline stages ----------------------------------------------------------
     def log_metrics(self, points: list[MetricPoint]) -> None:

@@ -70,14 +70,10 @@ def trajectory_text(steps: list[AgentStep] | tuple[AgentStep, ...]) -> str:
             continue
         for command in step.command.splitlines():
             lines.append(f"$ {command}")
-        output = _raw_output(step)
+        output = step.output.strip()
         if output:
             lines.append(output[:MAX_OUTPUT_CHARS])
     return "\n".join(lines)
-
-
-def _raw_output(step: AgentStep) -> str:
-    return step.output.strip()
 
 
 def planner_messages(instruction: str, steps) -> list[dict]:

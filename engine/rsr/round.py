@@ -190,9 +190,10 @@ class RsrRound:
 
     def write_runbooks(self, tasks: dict[str, Task]) -> None:
         successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr_jobs(self.round, "explore").items() if ok)
-        existing = {rb.source_episode_id for rb in self.store.runbooks(round=self.round)}
+        stored = self.store.runbooks(round=self.round)
+        existing = {rb.source_episode_id for rb in stored}
         per_task: dict[str, int] = {}
-        for rb in self.store.runbooks(round=self.round):
+        for rb in stored:
             per_task[rb.task] = per_task.get(rb.task, 0) + 1
         planner = reviewer = None
         for key, episode_id in successes:
@@ -207,7 +208,7 @@ class RsrRound:
             steps = self.store.steps(episode_id)
             draft = draft_runbook(planner, task.instruction, steps, seed=self.seed + len(existing),
                                   template_fallback=self.settings.template_fallback)
-            verifier_output, _ = self.store.episode_detail(episode_id)
+            verifier_output = self.store.verifier_output(episode_id)
             allowed = task.instruction + "\n" + trajectory_text(steps)
             leak = scan(draft.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
             verdict, raw = review_runbook(reviewer, task.instruction, draft.text, seed=self.seed,

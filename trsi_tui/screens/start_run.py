@@ -6,81 +6,54 @@ task names that exist in the suite) and dismisses with an `EvalRequest`, or None
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Input, Label, Select
 
 from engine.agents import SCRIPTED_AGENTS
-from engine.api import Engine, EvalRequest
+from engine.api import EvalRequest
 from engine.harnesses import HARNESSES
 from engine.tasks import load_suite
-from sandboxes import available_backends
+from trsi_tui.screens.form import FormScreen, backend_select, positive
 
 DEFAULT_MODEL = "bundled:smollm2-135m"
 
 
-class StartRunScreen(ModalScreen[EvalRequest | None]):
-    CSS_PATH = "start_run.tcss"
+class StartRunScreen(FormScreen):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="start_run.cancel")]
+    TITLE_TEXT = "Start a run"
 
-    def __init__(self, engine: Engine) -> None:
-        super().__init__()
-        self.engine = engine
-
-    def compose(self) -> ComposeResult:
+    def form_body(self) -> ComposeResult:
         config = self.engine.config
         agents = [*sorted(SCRIPTED_AGENTS), "model"]
-        with Vertical(id="form"):
-            yield Static("Start a run", id="form-title")
-            with Grid(id="fields"):
-                yield Label("Suite")
-                yield Input(config.tasks, placeholder="built-in suite (or a path)", id="suite", compact=True)
-                yield Label("Split")
-                yield Select([("all", "all"), ("train", "train"), ("eval", "eval")], value="all",
-                             allow_blank=False, id="split", compact=True)
-                yield Label("Tasks")
-                yield Input(placeholder="all; or names, comma-separated", id="only", compact=True)
-                yield Label("Agent")
-                yield Select([(a, a) for a in agents], value="oracle", allow_blank=False, id="agent", compact=True)
-                yield Label("Model")
-                yield Input(DEFAULT_MODEL, id="model", disabled=True, compact=True)
-                yield Label("Harness")
-                yield Select([(h, h) for h in sorted(HARNESSES)], value="xml-bash", allow_blank=False,
-                             id="harness", disabled=True, compact=True)
-                yield Label("Backend")
-                yield backend_select(config.sandbox.backend)
-                yield Label("Concurrency")
-                yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
-                yield Label("Seeds")
-                yield Input("1", type="integer", id="seeds", compact=True)
-            yield Static("", id="form-error")
-            with Horizontal(id="buttons"):
-                yield Button("Start", variant="primary", id="start")
-                yield Button("Cancel", id="cancel")
+        yield Label("Suite")
+        yield Input(config.tasks, placeholder="built-in suite (or a path)", id="suite", compact=True)
+        yield Label("Split")
+        yield Select([("all", "all"), ("train", "train"), ("eval", "eval")], value="all",
+                     allow_blank=False, id="split", compact=True)
+        yield Label("Tasks")
+        yield Input(placeholder="all; or names, comma-separated", id="only", compact=True)
+        yield Label("Agent")
+        yield Select([(a, a) for a in agents], value="oracle", allow_blank=False, id="agent", compact=True)
+        yield Label("Model")
+        yield Input(DEFAULT_MODEL, id="model", disabled=True, compact=True)
+        yield Label("Harness")
+        yield Select([(h, h) for h in sorted(HARNESSES)], value="xml-bash", allow_blank=False,
+                     id="harness", disabled=True, compact=True)
+        yield Label("Backend")
+        yield backend_select(config.sandbox.backend)
+        yield Label("Concurrency")
+        yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
+        yield Label("Seeds")
+        yield Input("1", type="integer", id="seeds", compact=True)
 
     @on(Select.Changed, "#agent")
     def _agent_changed(self, event: Select.Changed) -> None:
         is_model = event.value == "model"
         self.query_one("#model", Input).disabled = not is_model
         self.query_one("#harness", Select).disabled = not is_model
-
-    @on(Button.Pressed, "#cancel")
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#start")
-    def _start(self) -> None:
-        try:
-            request = self.request()
-        except ValueError as exc:
-            self.query_one("#form-error", Static).update(f"[red]{exc}[/]")
-            return
-        self.dismiss(request)
 
     def request(self) -> EvalRequest:
         """The form as an EvalRequest; ValueError says which field is wrong and why."""
@@ -100,27 +73,10 @@ class StartRunScreen(ModalScreen[EvalRequest | None]):
         model = self.query_one("#model", Input).value.strip() if agent == "model" else None
         if agent == "model" and not model:
             raise ValueError("Model: the model agent needs a model spec, e.g. " + DEFAULT_MODEL)
-        concurrency = _positive(self.query_one("#concurrency", Input).value, "Concurrency", 64)
-        seeds = _positive(self.query_one("#seeds", Input).value, "Seeds", 100)
+        concurrency = positive(self.query_one("#concurrency", Input).value, "Concurrency", 64)
+        seeds = positive(self.query_one("#seeds", Input).value, "Seeds", 100)
         return EvalRequest(
             agent=agent, tasks=str(suite_path), split=None if split == "all" else split, only=only, model=model,
             harness=str(self.query_one("#harness", Select).value), backend=str(self.query_one("#backend", Select).value),
             concurrency=concurrency, seeds=seeds,
         )
-
-
-def backend_select(configured: str) -> Select:
-    """The sandbox backends usable here, the configured one first choice."""
-    backends = available_backends() or [configured]
-    return Select([(b, b) for b in backends], value=configured if configured in backends else backends[0],
-                  allow_blank=False, id="backend", compact=True)
-
-
-def _positive(text: str, field: str, most: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{field}: a whole number from 1 to {most}, not {text!r}") from None
-    if not 1 <= value <= most:
-        raise ValueError(f"{field}: a whole number from 1 to {most}, not {value}")
-    return value
