@@ -69,6 +69,51 @@ class RsrConfig(_Section):
     sft: SftSection = SftSection()
 
 
+class RprConfig(_Section):
+    """PPO with actor and critic (trsi-tui rpr run); see docs/rpr.md."""
+
+    rounds: int = Field(4, ge=0, le=1000, description="rounds in which actor and critic train together")
+    critic_warmup_rounds: int = Field(4, ge=0, le=1000, description="critic-only rounds first, actor frozen")
+    tasks_per_round: int = Field(4, ge=1, le=1000)
+    episodes_per_task: int = Field(2, ge=1, le=64)
+    harness: str = "xml-bash"
+    split: str = "train"
+    temperature: float = Field(0.8, gt=0.0, le=5.0)
+    max_turns: int = Field(6, ge=1, le=200)
+    gamma: float = Field(1.0, ge=0.0, le=1.0)
+    lam: float = Field(1.0, ge=0.0, le=1.0)
+    clip_ratio: float = Field(0.2, gt=0.0, le=1.0)
+    clip_value: float = Field(0.2, gt=0.0)
+    kl_coef: float = Field(0.05, ge=0.0)
+    kl_estimator: Literal["k1", "k3"] = "k3"
+    kl_mode: Literal["loss", "reward"] = "loss"
+    reference: Literal["stage-start", "base"] = "stage-start"
+    actor_lr: float = Field(1e-5, gt=0, le=1.0)
+    critic_lr: float = Field(1e-4, gt=0, le=1.0)
+    lr_warmup_steps: int = Field(0, ge=0)
+    ppo_epochs: int = Field(2, ge=1, le=32)
+    minibatch_episodes: int = Field(4, ge=1, le=1024)
+    normalize_advantages: bool = True
+    grad_clip: float = Field(1.0, gt=0)
+    max_len: int = Field(2048, ge=64, description="longer episodes are left out of the loss and counted")
+    rank: int = Field(8, ge=1, le=256, description="LoRA rank of a fresh actor or critic adapter")
+    alpha: int = Field(16, ge=1)
+    load_4bit: bool = True
+
+
+class PipelineConfig(_Section):
+    """Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 (trsi-tui pipeline run); see docs/pipeline.md."""
+
+    model: str = Field("bundled:smollm2-135m", description="the Base stage's model spec")
+    eval_split: str = "eval"
+    eval_seeds: int = Field(3, ge=1, le=100)
+    eval_tasks: int = Field(0, ge=0, description="evaluate on this many eval tasks (a seeded sample); 0 = all")
+    eval_harness: str = "xml-bash"
+    eval_temperature: float = Field(0.7, ge=0.0, le=5.0)
+    eval_max_turns: int = Field(6, ge=1, le=200)
+    seed: int = 0
+
+
 class TuiConfig(_Section):
     # Binding id -> keys, e.g. {"app.screen.trajectories" = "ctrl+j"}; ids are listed in the help screen.
     keymap: dict[str, str] = Field(default_factory=dict)
@@ -80,6 +125,8 @@ class Config(_Section):
     eval: EvalConfig = EvalConfig()
     tui: TuiConfig = TuiConfig()
     rsr: RsrConfig = RsrConfig()
+    rpr: RprConfig = RprConfig()
+    pipeline: PipelineConfig = PipelineConfig()
     tasks: str = Field("", description="default task suite; empty = the built-in suite")
 
     @field_validator("tasks")
@@ -167,6 +214,60 @@ max_len = 2048
 load_4bit = true
 packing = false            # pack a step's samples into shared rows (block-diagonal mask): less padding
 
+[rpr]                      # Recursive Policy-Refine: PPO (trsi-tui rpr run)
+rounds = 4                 # rounds in which actor and critic train together
+critic_warmup_rounds = 4   # critic-only rounds first (actor frozen); 0 skips the warm-up
+tasks_per_round = 4
+episodes_per_task = 2
+harness = "xml-bash"
+split = "train"
+temperature = 0.8
+max_turns = 6
+gamma = 1.0
+lam = 1.0
+clip_ratio = 0.2
+clip_value = 0.2
+kl_coef = 0.05
+kl_estimator = "k3"        # k1 or k3
+kl_mode = "loss"           # loss: kl_coef * KL added to the loss; reward: -kl_coef * k1 per token in the reward
+reference = "stage-start"  # the KL reference: the actor as the stage started, or "base" (adapters off)
+actor_lr = 1e-5
+critic_lr = 1e-4
+lr_warmup_steps = 0
+ppo_epochs = 2
+minibatch_episodes = 4
+normalize_advantages = true
+grad_clip = 1.0
+max_len = 2048             # longer episodes are left out of the loss (and counted)
+rank = 8                   # LoRA rank of a fresh actor or critic adapter
+alpha = 16
+load_4bit = true
+
+[pipeline]                 # trsi-tui pipeline run: Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2
+model = "bundled:smollm2-135m"
+eval_split = "eval"
+eval_seeds = 3
+eval_tasks = 0             # a seeded sample of this many eval tasks; 0 = all of them
+eval_harness = "xml-bash"
+eval_temperature = 0.7
+eval_max_turns = 6
+seed = 0
+
 [tui.keymap]               # binding id -> keys; the help screen (?) lists every id
 # "app.screen.trajectories" = "ctrl+j"
 """
+
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
+
+
+def load_preset(name: str) -> Config:
+    """A named configuration shipped with trsi-tui (engine/presets/NAME.toml)."""
+    path = PRESETS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise ConfigError(f"unknown preset {name!r}; available: {', '.join(preset_names())}")
+    return parse_config(path.read_text(), f"preset {name}")

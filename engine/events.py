@@ -80,6 +80,26 @@ class RunbookDrafted:
 
 
 @dataclass(frozen=True)
+class RprProgress:
+    """An RPR stage moved: iteration (0-based) of total, warm-up or joint, and what happened."""
+
+    round: int
+    iteration: int
+    total: int
+    phase: str  # warmup, joint, done
+    detail: str
+
+
+@dataclass(frozen=True)
+class PipelineProgress:
+    """The pipeline's stage table changed: a stage started, was evaluated, finished or failed."""
+
+    stage: str
+    status: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class TrainingStep:
     run_id: str
     stage: str
@@ -89,7 +109,7 @@ class TrainingStep:
 
 
 Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, AgentStepTaken, EpisodeFinished, RunFinished,
-              RsrProgress, RunbookDrafted, TrainingStep]
+              RsrProgress, RunbookDrafted, RprProgress, PipelineProgress, TrainingStep]
 Listener = Callable[[Event], None]
 
 

@@ -33,6 +33,8 @@ class StageRecord:
     ci_low: float | None = None
     ci_high: float | None = None
     updated_at: str = ""
+    lineage: str = ""  # JSON: parent checkpoint, training data, config
+    detail: str = ""  # what the stage is doing now, or why it failed
 
     @property
     def pass_text(self) -> str:

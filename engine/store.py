@@ -96,7 +96,22 @@ def _v4(db: sqlite_utils.Database) -> None:
                          "pass_at_1": float, "ci_low": float, "ci_high": float, "updated_at": str}, pk="name")
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4]
+def _v5(db: sqlite_utils.Database) -> None:
+    # RPR: one row per stage (its settings and where it stands), one per finished rollout.
+    db["rpr_runs"].create({"round": int, "model": str, "tasks_path": str, "settings": str, "status": str,
+                           "iteration": int, "checkpoint": str, "start_adapter": str, "critic_from": str,
+                           "detail": str, "updated_at": str}, pk="round")
+    db["rpr_jobs"].create({"round": int, "iteration": int, "key": str, "run_id": str, "episode_id": str,
+                           "success": int}, pk=("round", "iteration", "key"))
+    # Pipeline evaluations: one row per finished eval episode of a stage.
+    db["stage_jobs"].create({"stage": str, "key": str, "run_id": str, "episode_id": str, "success": int},
+                            pk=("stage", "key"))
+    # Which data, config and parent produced each stage's checkpoint (JSON), and what it is doing.
+    db["stages"].add_column("lineage", str)
+    db["stages"].add_column("detail", str)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -427,6 +442,40 @@ class Store:
             rows = list(self.db.query("SELECT verifier_output FROM episodes WHERE id = ?", [episode_id]))
         return (rows[0]["verifier_output"] or "") if rows else ""
 
+    # -- RPR stages ----------------------------------------------------------------------------
+    def rpr_run(self, round: int) -> dict | None:
+        with self._lock:
+            rows = list(self.db.query("SELECT * FROM rpr_runs WHERE round = ?", [round]))
+        return rows[0] if rows else None
+
+    def put_rpr_run(self, round: int, **fields: object) -> None:
+        with self._lock:
+            self.db["rpr_runs"].upsert({"round": round, **fields, "updated_at": _now()}, pk="round")
+
+    def rpr_job_done(self, round: int, iteration: int, key: str, run_id: str, episode_id: str, success: bool) -> None:
+        with self._lock:
+            self.db["rpr_jobs"].upsert({"round": round, "iteration": iteration, "key": key, "run_id": run_id,
+                                        "episode_id": episode_id, "success": int(success)},
+                                       pk=("round", "iteration", "key"))
+
+    def rpr_jobs(self, round: int, iteration: int) -> dict[str, str]:
+        """Finished rollouts of one RPR iteration: key -> episode id."""
+        with self._lock:
+            rows = list(self.db.query("SELECT key, episode_id FROM rpr_jobs WHERE round = ? AND iteration = ?",
+                                      [round, iteration]))
+        return {r["key"]: r["episode_id"] for r in rows}
+
+    def stage_job_done(self, stage: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
+        with self._lock:
+            self.db["stage_jobs"].upsert({"stage": stage, "key": key, "run_id": run_id, "episode_id": episode_id,
+                                          "success": int(success)}, pk=("stage", "key"))
+
+    def stage_jobs(self, stage: str) -> dict[str, str]:
+        """Finished evaluation episodes of a pipeline stage: key -> episode id."""
+        with self._lock:
+            rows = list(self.db.query("SELECT key, episode_id FROM stage_jobs WHERE stage = ?", [stage]))
+        return {r["key"]: r["episode_id"] for r in rows}
+
     # -- metrics and pipeline stages ----------------------------------------------------------
     def log_metrics(self, points: list[MetricPoint]) -> None:
         with self._lock, self.db.atomic():
@@ -452,7 +501,8 @@ class Store:
     def stages(self) -> dict[str, StageRecord]:
         with self._lock:
             rows = list(self.db.query("SELECT * FROM stages"))
-        return {r["name"]: StageRecord(**{k: r[k] for k in StageRecord.__dataclass_fields__}) for r in rows}
+        return {r["name"]: StageRecord(**{k: (r[k] if r[k] is not None or k not in ("lineage", "detail") else "")
+                                          for k in StageRecord.__dataclass_fields__}) for r in rows}
 
     def close(self) -> None:
         with self._lock:

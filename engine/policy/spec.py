@@ -103,3 +103,31 @@ def resolve_hf_base(base: str) -> str:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "models"
     cache.mkdir(parents=True, exist_ok=True)
     return str(plain_checkpoint(bundled_model_path(name), cache / f"{name}-hf"))
+
+
+def trainable_weights(model: str) -> tuple[str, str | None]:
+    """The transformers base and the peft adapter directory (if any) behind a policy spec.
+
+    A llama.cpp LoRA `DIR/NAME.gguf` is served from the peft adapter `DIR/NAME/` it was exported
+    from (the RSR and RPR checkpoints keep both), so training continues that adapter.
+    """
+    kind, _, target = model.partition(":")
+    base, *options = target.split("+")
+    if kind == "bundled":
+        lora = next((o[len("lora="):] for o in options if o.startswith("lora=")), None)
+        adapter = str(Path(lora).with_suffix("")) if lora else None
+        return resolve_hf_base(f"bundled:{base}"), adapter
+    if kind == "hf":
+        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
+        return resolve_hf_base(base), adapter
+    raise PolicyError(f"training needs transformers weights; {model!r} has none here (use bundled:NAME or hf:PATH)")
+
+
+def served_spec(model: str, adapter_dir: Path, gguf_file: Path | None) -> str:
+    """The spec that serves `adapter_dir` on the same backend kind as `model`."""
+    kind, _, target = model.partition(":")
+    base, *options = target.split("+")
+    if kind == "bundled" and gguf_file is not None:
+        return f"bundled:{base}+lora={gguf_file}"
+    keep = [o for o in options if o == "4bit"]
+    return "+".join([f"hf:{base}", f"adapter={adapter_dir}", *keep])

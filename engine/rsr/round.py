@@ -22,6 +22,7 @@ from engine.events import EventBus, RsrProgress, RunbookDrafted, TrainingStep
 from engine.harnesses import HARNESSES, get_harness
 from engine.metrics import MetricPoint
 from engine.model_agent import ModelAgent
+from engine.policy.spec import served_spec, trainable_weights
 from engine.rsr.dataset import Provenance, build_sample
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
@@ -52,22 +53,6 @@ class RoundReport:
     samples: int
     checkpoint: str
     notes: tuple[str, ...] = field(default=())
-
-
-def sft_base(model: str) -> tuple[str, str | None]:
-    """The transformers base (and adapter to continue from) behind a policy spec."""
-    from engine.policy.spec import resolve_hf_base
-
-    kind, _, target = model.partition(":")
-    base, *options = target.split("+")
-    if kind == "bundled":
-        lora = next((o[len("lora="):] for o in options if o.startswith("lora=")), None)
-        adapter = str(Path(lora).with_suffix("")) if lora else None  # ckpt/adapter.gguf <- ckpt/adapter/
-        return resolve_hf_base(f"bundled:{base}"), adapter
-    if kind == "hf":
-        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
-        return resolve_hf_base(base), adapter
-    raise RsrError(f"SFT needs transformers weights; {model!r} has none here (use bundled:NAME or hf:PATH)")
 
 
 class RsrRound:
@@ -293,9 +278,9 @@ class RsrRound:
         from engine.rsr.gguf_export import export_lora_gguf
         from engine.rsr.sft import train_sft
 
-        base, adapter = sft_base(self.model)
+        base, adapter = trainable_weights(self.model)
         if adapter:
-            notes.append(f"trains a fresh adapter on {base}; the previous adapter {adapter} is not continued")
+            notes.append(f"continues the adapter {adapter} on {base}")
         s = self.settings.sft
         config = SftConfig(rank=s.rank, alpha=s.alpha, learning_rate=s.learning_rate, epochs=s.epochs,
                            batch_samples=s.batch_samples, max_len=s.max_len, load_4bit=s.load_4bit,
@@ -308,11 +293,10 @@ class RsrRound:
             self.bus.emit(TrainingStep(run_id, stage, "sft/loss", step, loss))
 
         self._progress("sft", f"QLoRA on {len(samples)} sample(s), base {base}")
-        result = train_sft(base, samples, self.checkpoint_dir, config, on_step=on_step, should_stop=self.should_stop)
+        result = train_sft(base, samples, self.checkpoint_dir, config, on_step=on_step, should_stop=self.should_stop,
+                           adapter=adapter)
         gguf_file = export_lora_gguf(result.checkpoint, Path(base), self.checkpoint_dir / "adapter.gguf")
-        kind, _, target = self.model.partition(":")
-        served = (f"bundled:{target.split('+')[0]}+lora={gguf_file}" if kind == "bundled"
-                  else f"hf:{base}+adapter={result.checkpoint}")
+        served = served_spec(self.model, result.checkpoint, gguf_file if self.model.startswith("bundled:") else None)
         self.store.put_rsr_round(self.round, checkpoint=served)
         return served
 

@@ -92,10 +92,11 @@ def data_hash(samples: list[Sample]) -> str:
     return hashlib.sha256("".join(sorted(s.digest for s in samples)).encode()).hexdigest()[:16]
 
 
-def load_trainable(base: str, config: SftConfig):
-    """The base model (NF4 when asked) with a fresh LoRA adapter; only the adapter trains."""
+def load_trainable(base: str, config: SftConfig, adapter: str | None = None):
+    """The base model (NF4 when asked) with a LoRA adapter, fresh or continued from `adapter`
+    (whose own rank and targets then apply); only the adapter trains."""
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, PeftModel, get_peft_model
     from transformers import AutoModelForCausalLM
 
     kwargs: dict = {"dtype": torch.float32}
@@ -105,6 +106,8 @@ def load_trainable(base: str, config: SftConfig):
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
     model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+    if adapter:
+        return PeftModel.from_pretrained(model, adapter, is_trainable=True)
     lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
                       target_modules=list(config.target_modules), task_type="CAUSAL_LM")
     return get_peft_model(model, lora)
@@ -185,14 +188,15 @@ def collate_packed(batch: list[Sample], max_len: int, pad_id: int):
 
 def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig = SftConfig(), *,
               on_step: Callable[[int, float, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
-              ) -> SftResult:
+              adapter: str | None = None) -> SftResult:
+    """`adapter`: a peft adapter directory to continue training (the parent checkpoint's actor)."""
     import torch
 
     if not samples:
         raise ValueError("SFT needs at least one sample")
     torch.manual_seed(config.seed)
     release_freed_memory()
-    model = load_trainable(base, config)
+    model = load_trainable(base, config, adapter)
     model.train()
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
     params = [p for p in model.parameters() if p.requires_grad]
@@ -226,7 +230,7 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
     adapter_dir = out_dir / "adapter"
     model.save_pretrained(adapter_dir)
     metadata = {
-        "kind": "sft-lora", "base_model": base, "data_hash": data_hash(samples), "samples": len(samples),
+        "kind": "sft-lora", "base_model": base, "parent_adapter": adapter or "", "data_hash": data_hash(samples), "samples": len(samples),
         "config": {**asdict(config), "target_modules": list(config.target_modules)},
         "metrics": {"steps": step, "tokens": tokens, "action_tokens": action_tokens,
                     "first_loss": losses[0], "final_loss": losses[-1], "seconds": round(seconds, 2),

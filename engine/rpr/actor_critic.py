@@ -1,0 +1,147 @@
+"""Actor and critic on one base model: two LoRA adapters and a value head.
+
+- `actor`: the policy's adapter (the RSR checkpoint, or a fresh one, which equals the base).
+- `critic`: its own LoRA adapter plus `value_head = Linear(hidden, 1)` on the last hidden state.
+- the reference for the KL term: the actor as it was when the stage started (loaded frozen as
+  adapter `ref`), or the base with adapters disabled.
+
+peft activates one adapter at a time and, on switching, resets which adapter requires grad; and
+autograd drops gradients for a leaf that stopped requiring grad before backward runs. So every
+forward here first activates its adapter and re-applies our own trainable flags, and callers
+run backward on one adapter's loss before the other adapter's forward.
+
+Log-probabilities, entropies and values are computed only at action positions (mask 1), in the
+flat order of those positions, so vocabulary-sized logits exist only where they are needed.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engine.rsr.sft import LORA_TARGETS
+
+ACTOR, CRITIC, REF = "actor", "critic", "ref"
+
+
+@dataclass(frozen=True)
+class LoraShape:
+    rank: int = 8
+    alpha: int = 16
+    target_modules: tuple[str, ...] = LORA_TARGETS
+
+
+@dataclass(frozen=True)
+class ActionForward:
+    logprobs: torch.Tensor  # [n_actions]
+    entropy: torch.Tensor  # [n_actions]
+
+
+class ActorCritic:
+    def __init__(self, model, value_head: torch.nn.Linear, *, reference: str, temperature: float) -> None:
+        self.model, self.value_head = model, value_head
+        self.reference, self.temperature = reference, max(temperature, 1e-4)
+        self.train_actor = True
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def load(cls, base: str, *, actor_adapter: Path | None, critic_adapter: Path | None,
+             value_head: Path | None, reference: str, reference_adapter: Path | None, lora: LoraShape,
+             load_4bit: bool, temperature: float) -> "ActorCritic":
+        """`reference`: "stage-start" (the frozen `reference_adapter`, or the base when there is
+        none: a fresh adapter equals the base) or "base"."""
+        from peft import LoraConfig, PeftModel, get_peft_model
+        from transformers import AutoModelForCausalLM
+
+        kwargs: dict = {"dtype": torch.float32}
+        if load_4bit:
+            from transformers import BitsAndBytesConfig
+
+            kwargs["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+        causal = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+        config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=0.0,
+                            target_modules=list(lora.target_modules), task_type="CAUSAL_LM")
+        if actor_adapter is not None:
+            model = PeftModel.from_pretrained(causal, str(actor_adapter), adapter_name=ACTOR, is_trainable=True)
+        else:
+            model = get_peft_model(causal, config, adapter_name=ACTOR)
+        if critic_adapter is not None:
+            model.load_adapter(str(critic_adapter), adapter_name=CRITIC, is_trainable=True)
+        else:
+            model.add_adapter(CRITIC, config)
+        if reference == "stage-start" and reference_adapter is not None:
+            model.load_adapter(str(reference_adapter), adapter_name=REF, is_trainable=False)
+        head = torch.nn.Linear(causal.config.hidden_size, 1)
+        if value_head is not None:
+            head.load_state_dict(torch.load(value_head, map_location="cpu", weights_only=True))
+        else:
+            torch.nn.init.zeros_(head.weight)  # an untrained critic predicts 0, not noise
+            torch.nn.init.zeros_(head.bias)
+        head.requires_grad_(True)  # explicitly trainable: it is no part of any peft adapter
+        ac = cls(model, head, reference=reference if REF in model.peft_config else "base", temperature=temperature)
+        ac._activate(ACTOR)
+        return ac
+
+    # -- parameters --------------------------------------------------------------------------
+    def adapter_parameters(self, adapter: str) -> list[torch.nn.Parameter]:
+        return [p for n, p in self.model.named_parameters() if f".{adapter}." in n and "lora_" in n]
+
+    def actor_parameters(self) -> list[torch.nn.Parameter]:
+        return self.adapter_parameters(ACTOR)
+
+    def critic_parameters(self) -> list[torch.nn.Parameter]:
+        return self.adapter_parameters(CRITIC) + list(self.value_head.parameters())
+
+    def _activate(self, adapter: str) -> None:
+        self.model.set_adapter(adapter)
+        for p in self.adapter_parameters(ACTOR):
+            p.requires_grad_(self.train_actor)
+        for p in self.adapter_parameters(CRITIC):
+            p.requires_grad_(True)
+        if REF in self.model.peft_config:
+            for p in self.adapter_parameters(REF):
+                p.requires_grad_(False)
+
+    # -- forward passes ----------------------------------------------------------------------
+    def _hidden(self, adapter: str | None, input_ids: torch.Tensor) -> torch.Tensor:
+        if adapter is None:
+            ctx = self.model.disable_adapter()
+        else:
+            self._activate(adapter)
+            ctx = nullcontext()
+        with ctx:
+            decoder = self.model.get_base_model().model
+            return decoder(input_ids=input_ids, use_cache=False).last_hidden_state
+
+    def actions(self, adapter: str | None, input_ids: torch.Tensor, target_mask: torch.Tensor,
+                with_entropy: bool = False) -> ActionForward:
+        """Log-probs under softmax(logits / T) of the tokens at positions 1.. where target_mask is 1.
+
+        `input_ids` is [1, T]; `target_mask` is [1, T-1] (the action mask shifted by one).
+        """
+        hidden = self._hidden(adapter, input_ids)
+        where = target_mask.bool()
+        logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
+        logp = torch.log_softmax(logits, dim=-1)
+        chosen = logp.gather(-1, input_ids[:, 1:][where].unsqueeze(-1)).squeeze(-1)
+        entropy = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(chosen)
+        return ActionForward(chosen, entropy)
+
+    def reference_logprobs(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
+        return self.actions(REF if self.reference == "stage-start" else None, input_ids, target_mask).logprobs
+
+    def values(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
+        """V(state before each action token), the critic's estimate of the episode's reward."""
+        hidden = self._hidden(CRITIC, input_ids)
+        return self.value_head(hidden[:, :-1][target_mask.bool()]).squeeze(-1).float()
+
+    # -- saving --------------------------------------------------------------------------------
+    def save(self, out: Path) -> None:
+        """out/actor/ and out/critic/ (peft adapters) and out/value_head.pt."""
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(out), selected_adapters=[ACTOR, CRITIC])
+        torch.save(self.value_head.state_dict(), out / "value_head.pt")

@@ -1,0 +1,331 @@
+"""One RPR stage: critic warm-up rounds, then joint PPO rounds, checkpointed after every round.
+
+    iteration i < critic_warmup_rounds: fresh rollouts of the actor; the critic alone is fit
+                                        (the actor's weights do not move)
+    later iterations:                   fresh rollouts; actor and critic train together
+
+A round is: rollouts through the same episode loop as evaluation (the actor served by
+llama.cpp from its GGUF export, or by transformers), each finished episode linked to its key
+in the store the moment it is stored; then one PPO update (engine/rpr/ppo.py); then a
+checkpoint directory holding both adapters, the value head, optimizer and scheduler state, RNG
+state, the rollout cursor and the global step, written under a temporary name and renamed, and
+only then named in `latest`. A stage killed anywhere resumes from `latest`, reusing every
+rollout the store already holds for the interrupted round.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from engine.config import Config, RprConfig
+from engine.episode import EpisodeResult
+from engine.events import EventBus, RprProgress, TrainingStep
+from engine.harnesses import HARNESSES, get_harness
+from engine.metrics import MetricPoint
+from engine.model_agent import ModelAgent
+from engine.policy.spec import served_spec, trainable_weights
+from engine.rpr.rollouts import Rollout, load_rollout
+from engine.runner import EpisodeJob, EpisodeRunner
+from engine.store import Store
+from engine.tasks import Task, load_suite
+
+STATE_FILE = "trainer_state.pt"
+METADATA = "trsi-checkpoint.json"
+
+
+class RprError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RprReport:
+    round: int
+    iterations: int
+    warmup_rounds: int
+    episodes: int
+    successes: int
+    checkpoint: str
+    critic_dir: str
+    history: tuple[dict, ...]
+
+
+class RprStage:
+    def __init__(self, *, round: int, model: str, tasks: Path, config: Config, store: Store, bus: EventBus,
+                 backend: str, checkpoints_dir: Path, concurrency: int = 2, seed: int = 0,
+                 settings: RprConfig | None = None, critic_from: Path | None = None,
+                 should_stop: Callable[[], bool] | None = None, policy_loader: Callable[[str], object] | None = None,
+                 ) -> None:
+        """`critic_from`: a previous RPR checkpoint whose critic (adapter + value head) is inherited.
+        `policy_loader(spec)`: loads the rollout policy (tests inject a scripted one)."""
+        self.round, self.model, self.tasks_path = round, model, Path(tasks)
+        self.config, self.store, self.bus, self.backend = config, store, bus, backend
+        self.settings = settings or config.rpr
+        self.dir = Path(checkpoints_dir) / f"rpr-{round}"
+        self.concurrency, self.seed = concurrency, seed
+        self.critic_from = Path(critic_from) if critic_from else None
+        self.should_stop = should_stop or (lambda: False)
+        self._policy_loader = policy_loader
+        self._policy, self._policy_spec = None, ""
+        self._policy_lock = threading.Lock()
+        self._runner: EpisodeRunner | None = None
+        if self.settings.harness not in HARNESSES:
+            raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
+        trainable_weights(model)  # a spec without transformers weights fails here, before any rollout
+
+    @property
+    def run_id(self) -> str:
+        return f"rpr-{self.round}"
+
+    @property
+    def stage_name(self) -> str:
+        return f"RPR-{self.round}"
+
+    @property
+    def total(self) -> int:
+        return self.settings.critic_warmup_rounds + self.settings.rounds
+
+    def cancel(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def latest(self) -> Path | None:
+        pointer = self.dir / "latest"
+        if not pointer.is_file():
+            return None
+        path = self.dir / pointer.read_text().strip()
+        return path if (path / STATE_FILE).is_file() else None
+
+    def _save(self, ac, optimizers, schedulers, rng: random.Random, *, iteration: int, global_step: int,
+              served: str, lineage: dict, export_base: str | None) -> Path:
+        """`export_base`: also export the actor as a llama.cpp LoRA (actor.gguf), against this base."""
+        import torch
+
+        from engine.rsr.gguf_export import export_lora_gguf
+
+        name = f"iter-{iteration + 1:03d}"
+        tmp = self.dir / f"{name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        ac.save(tmp)
+        if export_base is not None:
+            export_lora_gguf(tmp / "actor", Path(export_base), tmp / "actor.gguf")
+        torch.save({
+            "optimizers": [o.state_dict() for o in optimizers], "schedulers": [s.state_dict() for s in schedulers],
+            "torch_rng": torch.get_rng_state(), "python_rng": rng.getstate(),
+            "cursor": iteration + 1, "global_step": global_step,
+        }, tmp / STATE_FILE)
+        (tmp / METADATA).write_text(json.dumps({**lineage, "iteration": iteration + 1, "global_step": global_step,
+                                                "actor_spec": served}, indent=2))
+        final = self.dir / name
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+        pointer = self.dir / "latest.tmp"
+        pointer.write_text(name)
+        pointer.rename(self.dir / "latest")
+        for old in sorted(self.dir.glob("iter-*")):
+            # A resume needs only the latest; the served actor may live in an earlier one.
+            if old.is_dir() and old.name != name and str(old / "actor") not in served:
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    # -- rollouts ----------------------------------------------------------------------------
+    def _tasks(self) -> list[Task]:
+        suite = load_suite(self.tasks_path)
+        chosen = sorted((t for t in suite.tasks if not self.settings.split or t.split == self.settings.split),
+                        key=lambda t: t.name)
+        if not chosen:
+            raise RprError(f"no tasks in split {self.settings.split!r} of {self.tasks_path}")
+        random.Random(self.seed).shuffle(chosen)
+        return chosen
+
+    def round_plan(self, tasks: list[Task], iteration: int) -> list[tuple[str, Task, int]]:
+        """(key, task, seed) for every rollout of one iteration.
+
+        Warm-up round w and joint round j index tasks and seeds by their own phase counters, so an
+        arm with warm-up and one without see the same tasks and seeds in their joint rounds.
+        """
+        warm = self.settings.critic_warmup_rounds
+        phase, index = ("warmup", iteration) if iteration < warm else ("joint", iteration - warm)
+        per = self.settings.tasks_per_round
+        plan = []
+        for m in range(per):
+            task = tasks[(index * per + m) % len(tasks)]
+            for k in range(self.settings.episodes_per_task):
+                salt = 0 if phase == "joint" else 500_000
+                seed = (self.seed * 7919 + self.round * 104729 + salt + index * 1009 + m * 31 + k) % 2**31
+                plan.append((f"{phase}{index}|{task.name}|{m}|{k}", task, seed))
+        return plan
+
+    def _rollout_policy(self, spec: str):
+        with self._policy_lock:
+            if self._policy_spec != spec:
+                if self._policy_loader is not None:
+                    self._policy = self._policy_loader(spec)
+                else:
+                    from engine.policy import load_policy
+
+                    self._policy = load_policy(spec, instances=self.concurrency)
+                self._policy_spec = spec
+            return self._policy
+
+    def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[Rollout], float]:
+        done = self.store.rpr_jobs(self.round, iteration)
+        plan = self.round_plan(tasks, iteration)
+        todo = [(key, task, seed) for key, task, seed in plan if key not in done]
+        started = time.monotonic()
+        if todo:
+            policy = self._rollout_policy(spec)
+            s = self.settings
+            keys: dict[int, str] = {}
+            jobs = []
+            for key, task, seed in todo:
+                def make(seed=seed):
+                    return ModelAgent(policy, get_harness(s.harness), temperature=s.temperature, seed=seed,
+                                      max_turns=s.max_turns)
+                job = EpisodeJob(task, make, attempt=iteration)
+                keys[id(job)] = key
+                jobs.append(job)
+
+            def finished(job: EpisodeJob, result: EpisodeResult) -> None:
+                self.store.rpr_job_done(self.round, iteration, keys[id(job)], result.run_id, result.episode_id,
+                                        result.success)
+                if self.should_stop() and self._runner is not None:
+                    self._runner.cancel()
+
+            self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
+                                         on_finished=finished)
+            self._runner.run(jobs, kind="rpr-rollout", agent_label="model", tasks_path=str(self.tasks_path),
+                             concurrency=self.concurrency)
+            if self._runner.cancelled:
+                raise InterruptedError(f"RPR stage {self.round} stopped during the rollouts of round {iteration + 1}")
+        done = self.store.rpr_jobs(self.round, iteration)
+        return [load_rollout(self.store, done[key]) for key, _, _ in plan if key in done], time.monotonic() - started
+
+    # -- the stage ---------------------------------------------------------------------------
+    def _progress(self, iteration: int, phase: str, detail: str) -> None:
+        self.store.put_rpr_run(self.round, detail=detail)
+        self.bus.emit(RprProgress(self.round, iteration, self.total, phase, detail))
+
+    def _log(self, step: int, values: dict[str, float]) -> None:
+        points = [MetricPoint(self.run_id, self.stage_name, name, step, float(v))
+                  for name, v in values.items() if v is not None and not math.isnan(v)]
+        self.store.log_metrics(points)
+        for p in points:
+            self.bus.emit(TrainingStep(p.run_id, p.stage, p.name, p.step, p.value))
+
+    def run(self) -> RprReport:
+        import torch
+
+        from engine.rpr.actor_critic import ActorCritic, LoraShape
+        from engine.rpr.ppo import make_optimizers, ppo_update
+
+        s = self.settings
+        tasks = self._tasks()
+        base, start_adapter = trainable_weights(self.model)
+        record = self.store.rpr_run(self.round)
+        if record is None:
+            self.store.put_rpr_run(self.round, model=self.model, tasks_path=str(self.tasks_path),
+                                   settings=s.model_dump_json(), status="running", iteration=0, checkpoint="",
+                                   start_adapter=start_adapter or "",
+                                   critic_from=str(self.critic_from or ""), detail="")
+        elif record["model"] != self.model:
+            raise RprError(f"RPR stage {self.round} was started with model {record['model']!r}, not {self.model!r}; "
+                           "resume it with the same model or pick another round number")
+        elif record["status"] == "done" and record["checkpoint"]:
+            return self.report()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for tmp in self.dir.glob("*.tmp"):  # a save that was killed half-way
+            shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink()
+
+        latest = self.latest()
+        critic_src = latest or self.critic_from
+        torch.manual_seed(self.seed)  # fresh adapters start from the same random A matrices every time
+        ac = ActorCritic.load(
+            base, actor_adapter=Path(latest / "actor") if latest else (Path(start_adapter) if start_adapter else None),
+            critic_adapter=critic_src / "critic" if critic_src else None,
+            value_head=critic_src / "value_head.pt" if critic_src else None,
+            reference=s.reference, reference_adapter=Path(start_adapter) if start_adapter else None,
+            lora=LoraShape(s.rank, s.alpha), load_4bit=s.load_4bit, temperature=s.temperature)
+        optimizers, schedulers = make_optimizers(ac, s)
+        rng = random.Random(self.seed)
+        cursor, global_step, served = 0, 0, self.model
+        if latest is not None:
+            state = torch.load(latest / STATE_FILE, map_location="cpu", weights_only=False)
+            for obj, saved in zip([*optimizers, *schedulers], [*state["optimizers"], *state["schedulers"]]):
+                obj.load_state_dict(saved)
+            torch.set_rng_state(state["torch_rng"])
+            rng.setstate(state["python_rng"])
+            cursor, global_step = state["cursor"], state["global_step"]
+            served = json.loads((latest / METADATA).read_text())["actor_spec"]
+        lineage = {"kind": "rpr", "stage": self.stage_name, "parent": self.model, "base_model": base,
+                   "critic_from": str(self.critic_from or ""), "tasks": str(self.tasks_path), "split": s.split,
+                   "config": json.loads(s.model_dump_json())}
+
+        for iteration in range(cursor, self.total):
+            warmup = iteration < s.critic_warmup_rounds
+            phase = "warmup" if warmup else "joint"
+            self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): rollouts with {served}")
+            rollouts, rollout_s = self.rollouts(tasks, iteration, served)
+            if self.should_stop():
+                raise InterruptedError(f"RPR stage {self.round} stopped")
+            self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): PPO on "
+                                             f"{len(rollouts)} episode(s)" + (", actor frozen" if warmup else ""))
+            stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=not warmup, rng=rng,
+                               should_stop=self.should_stop)
+            global_step += stats.optimizer_steps
+            moved = not warmup and stats.optimizer_steps > 0
+            if moved:
+                # Served from the checkpoint's final directory (written as .tmp, then renamed).
+                actor_dir = self.dir / f"iter-{iteration + 1:03d}" / "actor"
+                served = served_spec(self.model, actor_dir,
+                                     actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None)
+            saved_at = time.monotonic()
+            self._save(ac, optimizers, schedulers, rng, iteration=iteration, global_step=global_step, served=served,
+                       lineage=lineage, export_base=base if moved and self.model.startswith("bundled:") else None)
+            save_s = time.monotonic() - saved_at
+            episode_s = sum(r.duration_s for r in rollouts) or 1.0
+            generation = sum(r.generation_s for r in rollouts)
+            self._log(iteration + 1, {
+                "rpr/warmup": 1.0 if warmup else 0.0, "rpr/reward": stats.mean_reward,
+                "rpr/success": stats.success_rate, "ppo/value_loss": stats.value_loss,
+                "ppo/explained_variance": stats.explained_variance, "ppo/policy_loss": stats.policy_loss,
+                "ppo/kl": stats.kl, "ppo/entropy": stats.entropy, "ppo/clip_fraction": stats.clip_fraction,
+                "ppo/sampler_ratio": stats.sampler_ratio, "ppo/sampler_log_ratio_max": stats.sampler_log_ratio_max,
+                "ppo/episodes": stats.episodes, "ppo/skipped_infra": stats.skipped_infra,
+                "ppo/skipped_long": stats.skipped_long, "ppo/tokens": stats.tokens,
+                "time/rollout_s": rollout_s, "time/train_s": stats.seconds, "time/checkpoint_s": save_s,
+                "time/generation_share": generation / episode_s,
+            })
+            self.store.put_rpr_run(self.round, iteration=iteration + 1)
+            self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): reward "
+                                             f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
+                                             f"explained variance {stats.explained_variance:.3f}")
+        self.store.put_rpr_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
+        self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
+        return self.report()
+
+    def report(self) -> RprReport:
+        record = self.store.rpr_run(self.round) or {}
+        history: list[dict] = []
+        episodes = successes = 0
+        for iteration in range(record.get("iteration") or 0):
+            jobs = self.store.rpr_jobs(self.round, iteration)
+            outcomes = [self.store.episode(e).success for e in jobs.values()]
+            episodes += len(outcomes)
+            successes += sum(outcomes)
+        points = self.store.metrics(self.run_id)
+        by_step: dict[int, dict] = {}
+        for p in points:
+            by_step.setdefault(p.step, {"round": p.step})[p.name] = p.value
+        history = [by_step[k] for k in sorted(by_step)]
+        latest = self.latest()
+        return RprReport(self.round, record.get("iteration") or 0, self.settings.critic_warmup_rounds, episodes,
+                         successes, record.get("checkpoint") or "", str(latest or ""), tuple(history))

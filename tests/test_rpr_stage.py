@@ -1,0 +1,178 @@
+"""An RPR stage end to end in real sandboxes: rollouts, critic warm-up, joint PPO, checkpoints, resume.
+
+Replies come from a scripted policy on the bundled model's real tokenizer (it writes the right
+answer for even seeds and a wrong one for odd seeds, so rewards differ); the rest is real:
+sandboxes, verifier, store, transformers actor and critic, GGUF export.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.config import Config, RprConfig
+from engine.events import EventBus, RprProgress
+from engine.policy.base import Generation, LocalPolicy
+from engine.store import Store
+from tests.conftest import write_task
+
+if not os.environ.get("CI"):
+    pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
+    pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
+
+from engine.rpr.stage import RprStage  # noqa: E402
+
+
+class SeededScript(LocalPolicy):
+    """Right for even seeds, wrong (partial credit) for odd ones; real tokenizer and template."""
+
+    def __init__(self, real) -> None:
+        self.real, self.name, self.n_ctx = real, "scripted", real.n_ctx
+
+    @property
+    def stop_ids(self):
+        return self.real.stop_ids
+
+    def tokenize_chat(self, messages, *, add_generation_prompt, tools=None):
+        return self.real.tokenize_chat(messages, add_generation_prompt=add_generation_prompt, tools=tools)
+
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        word = "hello" if ((seed or 0) // 1000) % 2 == 0 else "nope"  # ModelAgent asks with seed*1000+turn
+        text = f"<bash>echo {word} > /app/out.txt</bash><done/>"
+        ids = self.real._llm.tokenize(text.encode(), add_bos=False, special=False) + [min(self.stop_ids)]  # noqa: SLF001
+        return Generation(text, tuple(ids), tuple([-0.5] * len(ids)), len(prompt), "stop")
+
+
+@pytest.fixture(scope="module")
+def real_policy():
+    from engine.policy import load_policy
+
+    return load_policy("bundled:smollm2-135m", n_ctx=2048)
+
+
+def settings(**overrides) -> RprConfig:
+    base = dict(rounds=1, critic_warmup_rounds=2, tasks_per_round=1, episodes_per_task=2, split="", max_turns=1,
+                ppo_epochs=1, load_4bit=False, rank=4, alpha=8, critic_lr=1e-3, actor_lr=1e-4)
+    return RprConfig(**{**base, **overrides})
+
+
+class Recording(RprStage):
+    """Keeps each round's actor and critic weights as they were saved."""
+
+    snapshots: list[dict]
+
+    def _save(self, ac, *args, **kwargs):
+        self.snapshots.append({n: p.detach().clone() for n, p in ac.model.named_parameters() if "lora_" in n}
+                              | {"value_head": ac.value_head.weight.detach().clone()})
+        return super()._save(ac, *args, **kwargs)
+
+
+def make_stage(tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None, **overrides) -> Recording:
+    suite = tmp_path / "suite"
+    if not suite.exists():
+        write_task(suite, "hello-a")
+    stage = Recording(round=1, model="bundled:smollm2-135m", tasks=suite, config=Config(), store=store,
+                      bus=bus or EventBus(), backend="local", checkpoints_dir=tmp_path / "ckpt", concurrency=1,
+                      settings=settings(**overrides), should_stop=stop,
+                      policy_loader=lambda spec: SeededScript(real_policy))
+    stage.snapshots = []
+    return stage
+
+
+def actor(snapshot: dict, part: str) -> list[torch.Tensor]:
+    return [v for n, v in sorted(snapshot.items()) if ".actor." in n and part in n]
+
+
+def critic(snapshot: dict) -> list[torch.Tensor]:
+    return [v for n, v in sorted(snapshot.items()) if ".critic." in n] + [snapshot["value_head"]]
+
+
+def same(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpointed(tmp_path: Path, real_policy):
+    store, bus = Store(tmp_path / "db.sqlite"), EventBus()
+    phases = []
+    bus.subscribe(lambda e: phases.append(e.phase) if isinstance(e, RprProgress) else None)
+    stage = make_stage(tmp_path, real_policy, store=store, bus=bus)
+    report = stage.run()
+    warm1, warm2, joint = stage.snapshots
+    # A fresh adapter starts with B = 0; through both warm-up rounds the actor does not move at all.
+    assert all(float(b.abs().max()) == 0.0 for b in actor(warm2, "lora_B"))
+    assert same(actor(warm1, "lora_"), actor(warm2, "lora_"))
+    assert not same(critic(warm1), critic(warm2))  # ...while the critic is being fit
+    assert not same(actor(warm2, "lora_"), actor(joint, "lora_"))  # then actor and critic train together
+    assert not same(critic(warm2), critic(joint))
+    assert "warmup" in phases and "joint" in phases and phases[-1] == "done"
+
+    # Rewards: two episodes per round, one right (1.0) and one with partial credit (0.5 * 1/2).
+    rewards = [p.value for p in store.metrics("rpr-1", "rpr/reward")]
+    assert rewards == pytest.approx([0.625, 0.625, 0.625])
+    assert [p.value for p in store.metrics("rpr-1", "rpr/warmup")] == [1.0, 1.0, 0.0]
+    assert [p.step for p in store.metrics("rpr-1", "ppo/value_loss")] == [1, 2, 3]
+    assert [p.step for p in store.metrics("rpr-1", "ppo/explained_variance")] == [1, 2, 3]
+    assert [p.step for p in store.metrics("rpr-1", "ppo/kl")] == [3]  # the actor is only compared once it trains
+    ev = [p.value for p in store.metrics("rpr-1", "ppo/explained_variance")]
+    assert ev[0] == pytest.approx(0.0)  # an untrained critic (V = 0 everywhere) explains nothing
+    value_loss = [p.value for p in store.metrics("rpr-1", "ppo/value_loss")]
+    assert value_loss[-1] < value_loss[0]  # the same rollouts each round: the critic's error falls
+
+    # The checkpoint: both adapters, the value head and the trainer state; the actor is served by llama.cpp.
+    latest = stage.latest()
+    assert latest is not None and latest.name == "iter-003"
+    assert {"actor", "critic", "value_head.pt", "trainer_state.pt", "actor.gguf"} <= {p.name for p in latest.iterdir()}
+    saved = torch.load(latest / "value_head.pt", weights_only=True)
+    assert torch.equal(saved["weight"], joint["value_head"])
+    from engine.policy.spec import resolve_hf_base
+    from engine.rpr.actor_critic import ActorCritic, LoraShape
+
+    restored = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=latest / "actor",
+                                critic_adapter=latest / "critic", value_head=latest / "value_head.pt",
+                                reference="base", reference_adapter=None, lora=LoraShape(4, 8), load_4bit=False,
+                                temperature=0.8)
+    assert torch.equal(restored.value_head.weight, joint["value_head"])
+    assert all(p.requires_grad for p in restored.value_head.parameters())
+    state = torch.load(latest / "trainer_state.pt", weights_only=False)
+    assert state["cursor"] == 3 and state["global_step"] == 3 and len(state["optimizers"]) == 2
+    assert report.checkpoint == f"bundled:smollm2-135m+lora={latest / 'actor.gguf'}"
+    assert report.iterations == 3 and report.episodes == 6
+    assert store.rpr_run(1)["status"] == "done"
+
+
+def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: Path, real_policy):
+    straight = make_stage(tmp_path / "a", real_policy, store=Store(tmp_path / "a.sqlite"))
+    straight.run()
+
+    store = Store(tmp_path / "b.sqlite")
+    # Stops during round 2's rollouts, after its first episode is stored (round 1 is checkpointed).
+    killed = make_stage(tmp_path / "b", real_policy, store=store, stop=lambda: len(store.rpr_jobs(1, 1)) >= 1)
+    with pytest.raises(InterruptedError):
+        killed.run()
+    assert killed.latest().name == "iter-001" and len(store.rpr_jobs(1, 1)) == 1
+    resumed = make_stage(tmp_path / "b", real_policy, store=store)
+    report = resumed.run()
+    # Nothing lost, nothing repeated: 3 rounds x 2 rollouts, the stored one reused.
+    episodes = [e for r in store.runs(50) if r.kind == "rpr-rollout" for e in store.episodes(r.id)]
+    assert len(episodes) == 6 and report.episodes == 6
+    assert [len(store.rpr_jobs(1, i)) for i in range(3)] == [2, 2, 2]
+    # Optimizer, scheduler, RNG and cursor came back: the resumed stage ends on the same weights.
+    final_a, final_b = straight.snapshots[-1], resumed.snapshots[-1]
+    assert final_a.keys() == final_b.keys()
+    for name in final_a:
+        assert torch.allclose(final_a[name], final_b[name], atol=1e-6), name
+    # A finished stage run again does nothing.
+    assert make_stage(tmp_path / "b", real_policy, store=store).run().checkpoint == report.checkpoint
+
+
+def test_infrastructure_failures_are_left_out_of_the_loss_not_scored_zero():
+    from engine.rpr.ppo import ppo_update
+    from engine.rpr.rollouts import Rollout
+
+    broken = [Rollout("e1", "t", (1, 2, 3), (0, 1, 1), (), None, False, 0.0, 1.0)]
+    stats = ppo_update(None, broken, settings(), (None, None), (None, None), train_actor=True, rng=random.Random(0))
+    assert (stats.episodes, stats.skipped_infra, stats.optimizer_steps) == (0, 1, 0)
