@@ -63,7 +63,7 @@ class Engine:
         self.paths = paths
         self.bus = bus or EventBus()
         self._runner: EpisodeRunner | None = None
-        self._rsr = None  # the RSR round in progress, if any
+        self._rsr = None  # the RSR round, RPR stage or pipeline in progress, if any (for cancel)
         self._stop_requested = False
 
     @classmethod
@@ -154,6 +154,44 @@ class Engine:
             concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
             should_stop=lambda: self._stop_requested,
         )
+        try:
+            return self._rsr.run()
+        finally:
+            self._rsr = None
+
+    def rpr_stage(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
+                  concurrency: int | None = None, seed: int = 0, critic_from: str | Path | None = None,
+                  **overrides):
+        """Run (or resume) RPR stage `round`; `overrides` replace keys of the config's [rpr] section."""
+        from engine.rpr.stage import RprStage
+
+        settings = self.config.rpr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+        preflight(backend or self.config.sandbox.backend)
+        self._stop_requested = False
+        paths = self.paths or resolve_paths(None)
+        self._rsr = RprStage(
+            round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
+            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
+            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
+            critic_from=Path(critic_from) if critic_from else None, should_stop=lambda: self._stop_requested,
+        )
+        try:
+            return self._rsr.run()
+        finally:
+            self._rsr = None
+
+    def pipeline(self, *, tasks: str | Path | None = None, backend: str | None = None,
+                 concurrency: int | None = None, stop_after: str | None = None):
+        """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config."""
+        from engine.pipeline import Pipeline
+
+        preflight(backend or self.config.sandbox.backend)
+        self._stop_requested = False
+        paths = self.paths or resolve_paths(None)
+        self._rsr = Pipeline(config=self.config, store=self.store, bus=self.bus, tasks=self.suite_path(tasks),
+                             backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
+                             concurrency=concurrency or self.config.eval.concurrency,
+                             should_stop=lambda: self._stop_requested, stop_after=stop_after)
         try:
             return self._rsr.run()
         finally:

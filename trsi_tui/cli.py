@@ -55,8 +55,8 @@ def _progress():
     done = {"n": 0, "total": "?"}
 
     def on_event(event: Event) -> None:
-        if isinstance(event, RunStarted):
-            done["total"] = str(event.total_episodes)
+        if isinstance(event, RunStarted):  # counts restart with every run (a pipeline runs many)
+            done["n"], done["total"] = 0, str(event.total_episodes)
         elif isinstance(event, EpisodeFinished):
             r = event.result
             done["n"] += 1
@@ -353,6 +353,183 @@ def rsr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
     for note in report.notes:
         out.print(f"note: {note}")
     _write_json(json_path, {**asdict(report), "notes": list(report.notes)})
+
+
+# -- RPR ---------------------------------------------------------------------------------------
+@cli.group()
+def rpr() -> None:
+    """Recursive Policy-Refine: PPO with actor and critic, the critic warmed up first."""
+
+
+def _fmt(value) -> str:
+    return "-" if value is None or value != value else f"{value:.3f}"
+
+
+@rpr.command("run")
+@click.option("--round", "round_", type=click.IntRange(1, 1000), required=True,
+              help="Stage number; the same number resumes a stopped stage.")
+@click.option("--model", "model_spec", metavar="SPEC", required=True,
+              help="The actor to refine: bundled:NAME[+lora=FILE] (e.g. an RSR checkpoint) or hf:PATH[+adapter=DIR].")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--rounds", type=click.IntRange(0, 1000), default=None,
+              help="Rounds in which actor and critic train together (default from config: 4).")
+@click.option("--critic-warmup", type=click.IntRange(0, 1000), default=None,
+              help="Critic-only rounds first, actor frozen (default from config: 4; 0 skips the warm-up).")
+@click.option("--critic-from", metavar="DIR", default=None,
+              help="Inherit the critic (adapter + value head) of an RPR checkpoint directory.")
+@click.option("--harness", type=click.Choice(sorted(HARNESSES)), default=None,
+              help="Rollout harness (default from config: xml-bash).")
+@click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config).")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the report as JSON.")
+@click.pass_context
+def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | None, rounds: int | None,
+            critic_warmup: int | None, critic_from: str | None, harness: str | None, backend: str | None,
+            concurrency: int | None, seed: int, json_path: str | None) -> None:
+    """Run or resume one RPR stage: critic warm-up rounds, then joint PPO rounds.
+
+    Every round collects fresh rollouts of the current actor, updates, and checkpoints both
+    adapters, the value head, optimizer, scheduler and RNG state; a stopped stage resumes from
+    its last checkpoint with the same command. Metrics (reward, KL, value loss, explained
+    variance) go to the store and the TUI's curves.
+    """
+    from dataclasses import asdict
+
+    from engine.events import RprProgress
+    from engine.policy import PolicyError
+    from engine.rpr.stage import RprError
+
+    _check_backend(backend)
+    engine = _engine(ctx)
+
+    def show(event) -> None:
+        if isinstance(event, RprProgress):
+            out.print(f"[bold]rpr {event.round}[/] {event.detail}")
+
+    unsubscribe = engine.bus.subscribe(show)
+    try:
+        report = engine.rpr_stage(round_, model=model_spec, tasks=tasks_path, backend=backend,
+                                  concurrency=concurrency, seed=seed, critic_from=critic_from, rounds=rounds,
+                                  critic_warmup_rounds=critic_warmup, harness=harness)
+    except (SandboxError, PolicyError, RprError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except (KeyboardInterrupt, InterruptedError):
+        engine.cancel()
+        raise click.ClickException(f"RPR stage {round_} stopped; run the same command to resume it") from None
+    finally:
+        unsubscribe()
+    table = _table(f"RPR stage {round_}", "round", "phase", "reward", "success", "value loss", "expl. var.",
+                   "KL", "entropy")
+    for row in report.history:
+        table.add_row(str(row["round"]), "warm-up" if row.get("rpr/warmup") else "joint", _fmt(row.get("rpr/reward")),
+                      _fmt(row.get("rpr/success")), _fmt(row.get("ppo/value_loss")),
+                      _fmt(row.get("ppo/explained_variance")), _fmt(row.get("ppo/kl")), _fmt(row.get("ppo/entropy")))
+    out.print(table)
+    out.print(f"actor: {report.checkpoint or 'unchanged'}")
+    out.print(f"trainer checkpoint (critic, value head, optimizer state): {report.critic_dir}")
+    _write_json(json_path, {**asdict(report), "history": list(report.history)})
+
+
+# -- pipeline ------------------------------------------------------------------------------------
+@cli.group()
+def pipeline() -> None:
+    """The whole loop: Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2, evaluated after every stage."""
+
+
+@pipeline.command("run")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A config file for the whole pipeline (sections [rsr], [rpr], [pipeline], ...). "
+                   "Without it, the preset.")
+@click.option("--preset", type=click.Choice(["demo"]), default="demo", show_default=True,
+              help="Embedded configuration used when --config is not given. demo: the bundled model on the "
+                   "built-in suite, under an hour on 2 CPU cores.")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
+@click.option("--headless", is_flag=True, help="Print progress lines instead of opening the TUI's dashboard "
+                                               "(the default when stdout is not a terminal).")
+@click.option("--stop-after", type=click.Choice(["Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2"]), default=None,
+              help="Run up to this stage, then stop (run again without it to go on).")
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@click.pass_context
+def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, tasks_path: str | None,
+                 backend: str | None, concurrency: int | None, headless: bool, stop_after: str | None,
+                 json_path: str | None) -> None:
+    """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
+
+    The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
+    kept in the store: stop it anywhere (q in the TUI, ctrl+c headless) and run the same
+    command again to resume without losing or repeating work.
+    """
+    from dataclasses import asdict
+
+    from engine.config import load_config, load_preset
+    from engine.events import PipelineProgress, RprProgress, RsrProgress
+    from engine.policy import PolicyError
+    from engine.rpr.stage import RprError
+    from engine.rsr.round import RsrError
+
+    _check_backend(backend)
+    engine = _engine(ctx)
+    try:
+        engine.config = load_config(config_file) if config_file else load_preset(preset)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not headless and sys.stdout.isatty() and sys.stdin.isatty():
+        from trsi_tui.app import create_app
+
+        create_app(engine, start_pipeline=dict(tasks=tasks_path, backend=backend, concurrency=concurrency,
+                                               stop_after=stop_after)).run()
+        return
+
+    def show(event) -> None:
+        if isinstance(event, PipelineProgress):
+            out.print(f"[bold]{event.stage}[/] {event.status}: {event.detail}")
+        elif isinstance(event, RsrProgress):
+            out.print(f"  rsr {event.round} {event.stage}: {event.detail}")
+        elif isinstance(event, RprProgress):
+            out.print(f"  rpr {event.round} {event.detail}")
+
+    unsubscribe = engine.bus.subscribe(show)
+    progress = engine.bus.subscribe(_progress())
+    try:
+        stages = engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after)
+    except (SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError) as exc:
+        raise click.ClickException(f"{exc}\nfix it and run the same command to resume") from None
+    except (KeyboardInterrupt, InterruptedError):
+        engine.cancel()
+        raise click.ClickException("pipeline stopped; run the same command to resume it") from None
+    finally:
+        unsubscribe()
+        progress()
+    out.print(stage_table(stages))
+    _write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+
+
+@pipeline.command("status")
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@click.pass_context
+def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
+    """The stored stage table: status, checkpoint, pass@1 with its 95% interval."""
+    from dataclasses import asdict
+
+    stages = _engine(ctx).store.stages()
+    out.print(stage_table(stages))
+    _write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+
+
+def stage_table(stages) -> Table:
+    from engine.metrics import PIPELINE_STAGES
+
+    table = _table("Pipeline", "stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
+    for name in PIPELINE_STAGES:
+        rec = stages.get(name)
+        if rec is None:
+            table.add_row(name, "pending", "-", "", "")
+        else:
+            table.add_row(name, rec.status, rec.pass_text, rec.checkpoint, rec.detail or "")
+    return table
 
 
 # -- export -----------------------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""The pipeline Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 end to end, killed mid-stage and resumed.
+
+The policy is scripted on the real tokenizer (tests/test_rsr_round.py's ScriptedModel, which
+always answers right, plans a clean runbook and approves it); sandboxes, verifier, store, SFT,
+PPO and GGUF export are real. Each stage really trains, on tiny settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.config import Config, PipelineConfig, RprConfig, RsrConfig, SftSection
+from engine.events import EventBus
+from engine.metrics import PIPELINE_STAGES
+from engine.store import Store
+from tests.conftest import write_task
+
+if not os.environ.get("CI"):
+    pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
+    pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
+
+from engine.pipeline import Pipeline  # noqa: E402
+from tests.test_rsr_round import ScriptedModel, runbook  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+CONFIG = Config(
+    rsr=RsrConfig(attempts=1, harnesses=["xml-bash"], max_turns=1, sft=SftSection(epochs=1, rank=4, alpha=8)),
+    rpr=RprConfig(rounds=1, critic_warmup_rounds=1, tasks_per_round=1, episodes_per_task=1, max_turns=1,
+                  ppo_epochs=1, load_4bit=False, rank=4, alpha=8),
+    pipeline=PipelineConfig(eval_seeds=2, eval_harness="xml-bash", eval_max_turns=1),
+)
+
+
+@pytest.fixture(scope="module")
+def real_policy():
+    from engine.policy import load_policy
+
+    return load_policy("bundled:smollm2-135m", n_ctx=2048)
+
+
+def suite(root: Path) -> Path:
+    if not root.exists():
+        for name, split in (("hello-train", "train"), ("hello-eval", "eval")):
+            write_task(root, name, toml=f'[metadata]\nsplit = "{split}"\n[agent]\ntimeout_sec = 30\n'
+                                        '[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n')
+    return root
+
+
+def make(home: Path, real_policy, store: Store, stop=None) -> Pipeline:
+    return Pipeline(config=CONFIG, store=store, bus=EventBus(), tasks=suite(home / "suite"), backend="local",
+                    checkpoints_dir=home / "ckpt", concurrency=1, should_stop=stop,
+                    policy_loader=lambda spec: ScriptedModel(real_policy, runbook))
+
+
+def summary(store: Store, home: Path) -> dict:
+    """The final state, with this home's directory taken out of paths."""
+    stages = {n: (s.status, s.pass_at_1, s.ci_low, s.ci_high, s.checkpoint.replace(str(home), "HOME"))
+              for n, s in store.stages().items()}
+    kinds: dict[str, int] = {}
+    for r in store.runs(200):
+        kinds[r.kind] = kinds.get(r.kind, 0) + len(store.episodes(r.id))
+    return {"stages": stages, "episodes": kinds, "samples": [len(store.samples(r)) for r in (1, 2)],
+            "rpr": [store.rpr_run(r)["iteration"] for r in (1, 2)],
+            "lineage": {n: json.loads(s.lineage.replace(str(home), "HOME"))["kind"] for n, s in store.stages().items()}}
+
+
+def test_a_pipeline_killed_mid_stage_resumes_to_the_same_final_state(tmp_path: Path, real_policy):
+    straight_store = Store(tmp_path / "a.sqlite")
+    stages = make(tmp_path / "a", real_policy, straight_store).run()
+    assert [stages[n].status for n in PIPELINE_STAGES] == ["done"] * 5
+    for name in PIPELINE_STAGES:
+        assert stages[name].pass_at_1 == 1.0 and stages[name].ci_low is not None
+    # Each stage starts from its parent's checkpoint, and the lineage says what produced it.
+    for parent, child in zip(PIPELINE_STAGES, PIPELINE_STAGES[1:]):
+        assert stages[child].parent == stages[parent].checkpoint
+    assert stages["Base"].checkpoint == "bundled:smollm2-135m"
+    assert "/rsr-1/adapter.gguf" in stages["RSR-1"].checkpoint and "/rpr-2/iter-" in stages["RPR-2"].checkpoint
+    rsr1 = json.loads(stages["RSR-1"].lineage)
+    assert rsr1["samples"] == 1 and rsr1["parent"] == "bundled:smollm2-135m" and len(rsr1["sample_digests"]) == 1
+    rsr2 = json.loads(stages["RSR-2"].lineage)
+    assert any("continues the adapter" in n and "/rpr-1/iter-" in n for n in rsr2["notes"])  # builds on RPR-1
+    rpr2 = json.loads(stages["RPR-2"].lineage)
+    assert "/rpr-1/iter-" in rpr2["critic_from"]  # RPR-2 inherits RPR-1's critic
+
+    store = Store(tmp_path / "b.sqlite")
+    # Killed during RPR-1: after the first rollout of its second (joint) round is stored.
+    with pytest.raises(InterruptedError):
+        make(tmp_path / "b", real_policy, store, stop=lambda: len(store.rpr_jobs(1, 1)) >= 1).run()
+    assert store.stages()["RPR-1"].status == "pending" and "RSR-2" not in store.stages()
+    make(tmp_path / "b", real_policy, store).run()
+    assert summary(store, tmp_path / "b") == summary(straight_store, tmp_path / "a")
