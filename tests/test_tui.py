@@ -43,7 +43,7 @@ async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
     async with app.run_test(size=(140, 40)) as pilot:
         stages = app.screen.query_one("#stages", DataTable)
         assert stages.get_row_at(0)[:2] == ["Base", "done"]
-        assert stages.get_row_at(0)[3] == "0.500 [0.250, 0.750]"
+        assert stages.get_row_at(0)[2] == "0.500 [0.250, 0.750]"
         assert stages.get_row_at(1)[1] == "running" and stages.get_row_at(2)[1] == "not run"
         runs = app.screen.query_one("#runs", DataTable)
         assert runs.get_row_at(0)[0] == EVAL_RUN and runs.get_row_at(0)[6] == "0.500 [0.250, 0.750]"
@@ -160,6 +160,36 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         rejected = Store(tmp_path / "db.sqlite").runbook(leaky)
         assert (rejected.status, rejected.note) == ("rejected", "quotes the verifier")
         assert table.row_count == 0 and "No runbooks" in text_of(app, "#meta")
+
+
+async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(tmp_path: Path):
+    from dataclasses import replace
+
+    from engine.events import PipelineProgress
+    from engine.metrics import StageRecord
+
+    store = build_store(tmp_path / "db.sqlite")
+    engine = Engine(Config(), store)
+    app = create_app(engine)
+    async with app.run_test(size=(140, 40)) as pilot:
+        stages = app.screen.query_one("#stages", DataTable)
+        assert stages.get_row_at(1)[1] == "running"
+        assert "RPR rollouts" in app.screen.reward_title and "6 round" in app.screen.reward_title
+
+        def pipeline_thread():  # what the pipeline does from its worker thread
+            rec = StageRecord("RSR-1", "done", checkpoint="bundled:smollm2-135m+lora=/ck/rsr-1/adapter.gguf",
+                              parent="bundled:smollm2-135m", pass_at_1=0.125, ci_low=0.0, ci_high=0.25,
+                              detail="16 eval episodes")
+            store.put_stage(rec)
+            engine.bus.emit(PipelineProgress("RSR-1", "done", rec.detail))
+            store.put_stage(replace(rec, name="RPR-1", status="running", detail="training"))
+            engine.bus.emit(PipelineProgress("RPR-1", "running", "training"))
+
+        threading.Thread(target=pipeline_thread).start()
+        await wait_until(pilot, lambda: stages.get_row_at(2)[1] == "running")
+        assert stages.get_row_at(1)[:3] == ["RSR-1", "done", "0.125 [0.000, 0.250]"]
+        assert stages.get_row_at(1)[3].endswith("rsr-1/adapter.gguf")
+        assert "Pipeline: RPR-1 running: training" in text_of(app, "#now")
 
 
 async def test_curves_plot_rewards_and_training_metrics(tmp_path: Path):

@@ -105,7 +105,11 @@ def build_store(path: Path) -> Store:
     store.log_metrics([MetricPoint(SFT_RUN, "RSR-1", "sft/loss", s, 2.4 * 0.93 ** s + 0.3) for s in range(40)])
     store.put_stage(StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", eval_run_id=EVAL_RUN,
                                 pass_at_1=0.5, ci_low=0.25, ci_high=0.75, updated_at="2026-11-29T12:10:00+00:00"))
-    store.put_stage(StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00"))
+    store.put_stage(StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00",
+                                detail="training"))
+    rpr = [("rpr/reward", [0.10, 0.12, 0.11, 0.14, 0.18, 0.21]), ("rpr/success", [0.0, 0.0, 0.0, 0.25, 0.25, 0.5]),
+           ("ppo/value_loss", [0.040, 0.021, 0.012, 0.009, 0.010, 0.008])]
+    store.log_metrics([MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)])
 
     clean = RunbookDraft("count-lines-1", 1, f"{EVAL_RUN}-0000", CLEAN_RUNBOOK_TEXT, "xml-bash", LeakReport(0.02),
                          ReviewVerdict(True, True, False, True, ("numbered steps with commands", "names /app/count.txt")))

@@ -18,7 +18,7 @@ from textual.timer import Timer
 
 from engine.api import Engine, EvalRequest, RsrRequest
 from engine.events import (
-    EpisodeFinished, EpisodeStarted, Event, RsrProgress, RunbookDrafted, RunFinished, RunStarted, SandboxOutput,
+    EpisodeFinished, EpisodeStarted, Event, PipelineProgress, RprProgress, RsrProgress, RunbookDrafted, RunFinished, RunStarted, SandboxOutput,
 )
 from trsi_tui.commands import TrsiCommands
 from trsi_tui.live import LiveState, OutputBatcher
@@ -61,14 +61,17 @@ class TrsiApp(App):
         Binding("6", "switch_mode('curves')", "Curves", id="app.screen.curves"),
         Binding("n", "new_run", "New run", id="app.new_run"),
         Binding("R", "new_rsr", "RSR round", id="app.new_rsr"),
+        Binding("P", "pipeline", "Pipeline", id="app.pipeline"),
         Binding("s", "stop_run", "Stop run", id="app.stop_run", show=False),
         Binding("question_mark", "help", "Help", id="app.help", key_display="?"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, start_pipeline: dict | None = None) -> None:
+        """`start_pipeline`: keyword arguments of Engine.pipeline, to start it as soon as the app is up."""
         super().__init__()
         self.engine = engine
+        self._pipeline_on_mount = start_pipeline
         self.store = engine.store
         self.live = LiveState()
         self._batcher = OutputBatcher()
@@ -90,6 +93,8 @@ class TrsiApp(App):
         if self.keymap_errors:
             self.notify("Unknown binding id(s) in [tui.keymap]: " + ", ".join(self.keymap_errors)
                         + ". Press ? for the list.", severity="warning", timeout=10)
+        if self._pipeline_on_mount is not None:
+            self.start_pipeline(**self._pipeline_on_mount)
 
     def on_unmount(self) -> None:
         if self._unsubscribe:
@@ -141,7 +146,7 @@ class TrsiApp(App):
             while len(self._early_output) > 64:  # output of episodes never announced: drop the oldest
                 self._early_output.pop(next(iter(self._early_output)))
         structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished, RsrProgress,
-                                        RunbookDrafted))
+                                        RunbookDrafted, RprProgress, PipelineProgress))
         self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
 
     # -- running work ------------------------------------------------------------------------
@@ -160,17 +165,26 @@ class TrsiApp(App):
             return ""
         return self._start(job)
 
+    def start_pipeline(self, **kwargs) -> bool:
+        """Run (or resume) the pipeline in the background; the dashboard's stage table fills in live."""
+        def job() -> str:
+            stages = self.engine.pipeline(**kwargs)
+            done = [s for s in stages.values() if s.status == "done"]
+            self.call_from_thread(self.notify, f"{len(done)} stage(s) done", title="Pipeline")
+            return ""
+        return self._start(job, mode="dashboard")
+
     def start_check(self, tasks: str, task: str) -> bool:
         """Validate one task (oracle passes, nop does not) in the background."""
         return self._start(lambda: self.engine.check_tasks([tasks], only=(task,))[0])
 
-    def _start(self, job: Callable[[], str]) -> bool:
+    def _start(self, job: Callable[[], str], mode: str = "sandboxes") -> bool:
         if self.run_in_progress:
             self.notify("A run is already in progress; stop it first (s).", severity="warning")
             return False
         self.run_in_progress = True
         self._run_worker(job)
-        self.switch_mode("sandboxes")
+        self.switch_mode(mode)
         return True
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
@@ -202,6 +216,9 @@ class TrsiApp(App):
 
     def action_new_run(self) -> None:
         self.push_screen(StartRunScreen(self.engine), self._start_requested)
+
+    def action_pipeline(self) -> None:
+        self.start_pipeline()
 
     def action_new_rsr(self) -> None:
         self.push_screen(StartRsrScreen(self.engine), lambda req: req is not None and self.start_rsr(req))
@@ -262,6 +279,6 @@ def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
     return sorted(set(keymap) - all_binding_ids())
 
 
-def create_app(engine: Engine) -> TrsiApp:
-    return TrsiApp(engine)
+def create_app(engine: Engine, start_pipeline: dict | None = None) -> TrsiApp:
+    return TrsiApp(engine, start_pipeline)
 

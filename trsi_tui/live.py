@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from engine.episode import EpisodeResult
 from engine.events import (
-    EpisodeFinished, EpisodePhase, EpisodeStarted, Event, RsrProgress, RunFinished, RunStarted, TrainingStep,
+    EpisodeFinished, EpisodePhase, EpisodeStarted, Event, PipelineProgress, RprProgress, RsrProgress, RunFinished,
+    RunStarted, TrainingStep,
 )
 from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 
@@ -85,6 +86,8 @@ class LiveState:
         self.runs: dict[str, RunProgress] = {}
         self.rsr: dict[int, tuple[str, str]] = {}  # round -> (stage, what happened last)
         self.training: dict[str, tuple[int, float]] = {}  # training run -> (step, last loss)
+        self.rpr: dict[int, str] = {}  # RPR stage -> what happened last
+        self.pipeline: tuple[str, str, str] | None = None  # (stage, status, detail) last reported
         self.keep_finished = keep_finished
 
     @property
@@ -96,7 +99,12 @@ class LiveState:
         if isinstance(event, RsrProgress):
             self.rsr[event.round] = (event.stage, event.detail)
         elif isinstance(event, TrainingStep):
-            self.training[event.run_id] = (event.step, event.value)
+            if event.name in ("sft/loss", "ppo/value_loss"):
+                self.training[event.run_id] = (event.step, event.value)
+        elif isinstance(event, RprProgress):
+            self.rpr[event.round] = event.detail
+        elif isinstance(event, PipelineProgress):
+            self.pipeline = (event.stage, event.status, event.detail)
         elif isinstance(event, RunStarted):
             self.runs[event.run_id] = RunProgress(event.run_id, event.kind, event.total_episodes)
         elif isinstance(event, RunFinished):

@@ -22,6 +22,10 @@ from trsi_tui.messages import LiveChanged
 REFRESH_S = 3.0
 
 
+# Of what training logs, the curves a person watches: the rest (timings, counts) is in the store.
+PLOTTED = ("sft/loss", "rpr/reward", "ppo/kl", "ppo/value_loss", "ppo/explained_variance", "ppo/entropy")
+
+
 class CurvesScreen(Screen):
     CSS_PATH = "curves.tcss"
     BINDINGS = [Binding("r", "refresh", "Refresh", id="curves.refresh")]
@@ -110,7 +114,8 @@ class CurvesScreen(Screen):
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = defaultdict(list)
         for p in store.metrics(self.run_id) if self.run_id else []:
-            series[p.name].append((p.step, p.value))
+            if p.name in PLOTTED:
+                series[p.name].append((p.step, p.value))
         for name, points in series.items():
             plt.plot([s for s, _ in points], [v for _, v in points], label=name)
         self.titles["training"] = "Training metrics: " + (", ".join(series) or "none logged for this run")

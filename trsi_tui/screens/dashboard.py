@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
+from textual_plotext import PlotextPlot
 
 from engine.metrics import PIPELINE_STAGES
 from trsi_tui.messages import LiveChanged
@@ -15,6 +16,7 @@ from trsi_tui.messages import LiveChanged
 
 class DashboardScreen(Screen):
     CSS_PATH = "dashboard.tcss"
+    reward_title = ""
     BINDINGS = [
         Binding("r", "refresh", "Refresh", id="dashboard.refresh"),
     ]
@@ -24,6 +26,7 @@ class DashboardScreen(Screen):
         with Vertical(id="body"):
             yield Static("Pipeline", classes="title")
             yield DataTable(id="stages", cursor_type="none", zebra_stripes=True)
+            yield PlotextPlot(id="reward")
             yield Static("", id="now")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
@@ -32,8 +35,7 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         stages = self.query_one("#stages", DataTable)
         stages.can_focus = False  # read-only; keys go to the runs table
-        stages.add_columns("stage", "status", "checkpoint", "pass@1 [95% CI]",
-                                                         "eval run")
+        stages.add_columns("stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
         self.query_one("#runs", DataTable).add_columns("run", "kind", "agent", "status", "episodes", "success",
                                                        "pass@1 [95% CI]", "started")
         self.action_refresh()
@@ -55,9 +57,10 @@ class DashboardScreen(Screen):
         for name in PIPELINE_STAGES:
             s = stages.get(name)
             if s is None:
-                table.add_row(name, "not run", "-", "-", "-")
+                table.add_row(name, "not run", "-", "-", "")
             else:
-                table.add_row(name, s.status, s.checkpoint or "-", s.pass_text, s.eval_run_id or "-")
+                table.add_row(name, s.status, s.pass_text, _short(s.checkpoint), s.detail or "")
+        self._plot_reward()
         runs = self.query_one("#runs", DataTable)
         cursor = runs.cursor_row
         runs.clear()
@@ -74,13 +77,44 @@ class DashboardScreen(Screen):
             runs.move_cursor(row=min(cursor, runs.row_count - 1))
         self._show_now()
 
+    def _plot_reward(self) -> None:
+        """RPR rollout reward and success per round, stage after stage."""
+        plot = self.query_one("#reward", PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        store = self.app.store
+        xs, rewards, success, offset = [], [], [], 0
+        for run in (r for r in store.metric_runs() if r.startswith("rpr-")):
+            points = {p.step: p.value for p in store.metrics(run, "rpr/reward")}
+            wins = {p.step: p.value for p in store.metrics(run, "rpr/success")}
+            for step in sorted(points):
+                xs.append(offset + step)
+                rewards.append(points[step])
+                success.append(wins.get(step, 0.0))
+            offset += max(points, default=0)
+        if xs:
+            plt.plot(xs, rewards, label="reward", marker="braille")
+            plt.plot(xs, success, label="success", marker="braille")
+            plt.ylim(0, 1)
+        self.reward_title = (f"RPR rollouts: mean reward and success, {len(xs)} round(s)" if xs
+                             else "RPR rollouts: no rounds yet")
+        plt.title(self.reward_title)
+        plot.refresh()
+
     def _show_now(self) -> None:
         live = self.app.live
         active = [r for r in live.runs.values() if not r.finished]
-        lines = [f"RSR round {n}: {stage}: {detail}" for n, (stage, detail) in sorted(live.rsr.items())]
+        lines = []
+        if live.pipeline is not None:
+            stage, status, detail = live.pipeline
+            lines.append(f"Pipeline: {stage} {status}: {detail}")
+        lines += [f"RSR round {n}: {stage}: {detail}" for n, (stage, detail) in sorted(live.rsr.items())]
+        lines += [f"RPR stage {n}: {detail}" for n, detail in sorted(live.rpr.items())]
         lines += [f"Training {run}: step {step}, loss {loss:.4f}" for run, (step, loss) in live.training.items()]
         if not active and not lines:
-            self.query_one("#now", Static).update("Nothing running. Press n to start a run, R for an RSR round.")
+            self.query_one("#now", Static).update(
+                "Nothing running. Press P to run the pipeline, n to start a run, R for an RSR round.")
             return
         if active:
             lines.append(f"Running: {len(live.running)} episode(s) in {len(active)} run(s)")
@@ -91,3 +125,14 @@ class DashboardScreen(Screen):
     @on(DataTable.RowSelected, "#runs")
     async def _run_selected(self, event: DataTable.RowSelected) -> None:
         await self.app.show_trajectories(event.row_key.value)
+
+
+def _short(checkpoint: str) -> str:
+    """A checkpoint spec without the long directory part of its adapter path."""
+    if not checkpoint:
+        return "-"
+    head, sep, path = checkpoint.partition("=")
+    if not sep:
+        return checkpoint
+    parts = path.split("/")
+    return head + sep + ".../" + "/".join(parts[-3:]) if len(parts) > 3 else checkpoint
