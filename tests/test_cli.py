@@ -131,3 +131,34 @@ def test_rsr_run_refuses_models_it_cannot_train_and_a_changed_model_on_resume(tm
                "--tasks", str(tmp_path / "nowhere"), home=tmp_path)
     assert r.exit_code == 1 and "no tasks" in r.output
     assert Store(tmp_path / "trsi.db").rsr_round(2) is None  # nothing recorded for a round that never started
+
+
+def test_rpr_run_refuses_a_model_it_cannot_train_and_unknown_harnesses(tmp_path: Path):
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model",
+                                 "openai:http://127.0.0.1:9/v1#m"], obj={})
+    assert r.exit_code == 1 and "needs transformers weights" in r.output
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model",
+                                 "bundled:smollm2-135m", "--harness", "nope"], obj={})
+    assert r.exit_code == 2 and "nope" in r.output
+
+
+def test_pipeline_status_and_a_broken_pipeline_config(tmp_path: Path):
+    r = invoke("pipeline", "status", home=tmp_path)
+    assert r.exit_code == 0
+    for stage in ("Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2"):
+        assert stage in r.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[rpr]\ncritic_warmup_rounds = -1\nkl_estimator = 'k9'\n")
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "pipeline", "run", "--headless", "--config", str(bad)],
+                           obj={})
+    assert r.exit_code == 1
+    assert "rpr.critic_warmup_rounds" in r.output and "rpr.kl_estimator" in r.output
+
+
+def test_the_demo_preset_is_valid_and_sized_for_the_cpu():
+    from engine.config import load_preset
+
+    demo = load_preset("demo")
+    assert demo.pipeline.model == "bundled:smollm2-135m" and demo.sandbox.backend == "local"
+    assert demo.rpr.critic_warmup_rounds == 4 and demo.rpr.rounds >= 1
+    assert demo.rsr.harnesses[0] == demo.rpr.harness == demo.pipeline.eval_harness == "fenced-bash"

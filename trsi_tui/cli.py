@@ -473,7 +473,8 @@ def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, task
     _check_backend(backend)
     engine = _engine(ctx)
     try:
-        engine.config = load_config(config_file) if config_file else load_preset(preset)
+        chosen = load_config(config_file) if config_file else load_preset(preset)
+        engine.config = chosen.model_copy(update={"tui": engine.config.tui})  # keep the home's keymap
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():

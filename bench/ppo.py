@@ -1,0 +1,169 @@
+"""PPO speed and memory, and where an RPR round's time goes.
+
+    python bench/ppo.py [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
+
+Part 1, the update: one PPO update (ppo_epochs 1, one minibatch) of actor and critic on the
+bundled SmolLM2-135M (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
+them NF4) over `--episodes` synthetic episodes of each length: random token ids with a real
+episode's shape (a 40% prompt, then 64 action tokens and 128 observation tokens in turn). Each
+length runs in its own process. Reported: seconds per update, training tokens per second, and
+the resident-memory peak above the loaded model, per 1k tokens of the longest episode (episodes
+go through the model one at a time, so activation memory follows the episode's length).
+
+Part 2, the round (with --store): from the metrics an RPR stage logged in a trsi-tui database,
+the mean share of a round's wall time spent generating (llama.cpp), in sandboxes (setup, commands,
+verifier) and training (the PPO update and the checkpoint). Rollouts run episodes concurrently, so
+generation and sandbox time are the rollout wall time split by the episodes' own generation share.
+
+Writes bench/results/ppo.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def synthetic(length: int, vocab: int, seed: int):
+    from engine.rpr.rollouts import Rollout
+
+    rng = random.Random(seed)
+    prompt = int(length * 0.4)
+    mask = [0] * prompt
+    while len(mask) < length:
+        mask += [1] * 64 + [0] * 128
+    mask = mask[:length]
+    mask[-1] = 1
+    ids = tuple(rng.randrange(100, vocab) for _ in range(length))
+    actions = sum(mask)
+    return Rollout(f"synthetic-{seed}", "bench", ids, tuple(mask), tuple([-1.0] * actions), rng.choice([0.0, 0.25, 1.0]),
+                   False, 0.0, 0.0)
+
+
+def worker(args) -> None:
+    import torch
+
+    from engine.config import RprConfig
+    from engine.policy.spec import resolve_hf_base
+    from engine.rpr.actor_critic import ActorCritic, LoraShape
+    from engine.rpr.ppo import make_optimizers, ppo_update
+    from engine.rsr.sft import release_freed_memory
+
+    torch.manual_seed(0)
+    release_freed_memory()
+    settings = RprConfig(ppo_epochs=1, minibatch_episodes=args.episodes, load_4bit=args.four_bit, max_len=8192)
+    ac = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=None, critic_adapter=None,
+                          value_head=None, reference="base", reference_adapter=None, lora=LoraShape(),
+                          load_4bit=args.four_bit, temperature=0.8)
+    vocab = ac.model.get_base_model().config.vocab_size
+    rollouts = [synthetic(args.length, vocab, s) for s in range(args.episodes)]
+    optimizers, schedulers = make_optimizers(ac, settings)
+    # A warm-up update outside the timing: first calls allocate the optimizer state and caches.
+    ppo_update(ac, rollouts[:1], settings, optimizers, schedulers, train_actor=True, rng=random.Random(0))
+    baseline = rss_mb()
+    peak = {"mb": baseline}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak["mb"] = max(peak["mb"], rss_mb())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    joint = ppo_update(ac, rollouts, settings, optimizers, schedulers, train_actor=True, rng=random.Random(1))
+    critic = ppo_update(ac, rollouts, settings, optimizers, schedulers, train_actor=False, rng=random.Random(2))
+    stop.set()
+    sampler.join()
+    tokens = sum(len(r.ids) for r in rollouts)
+    print(json.dumps({
+        "length": args.length, "episodes": args.episodes, "tokens": tokens, "4bit": args.four_bit,
+        "joint_update_s": round(joint.seconds, 2), "critic_update_s": round(critic.seconds, 2),
+        "joint_tokens_per_s": round(tokens / joint.seconds, 1), "critic_tokens_per_s": round(tokens / critic.seconds, 1),
+        "baseline_rss_mb": round(baseline), "peak_rss_mb": round(peak["mb"]),
+        "peak_above_model_mb_per_1k_tokens": round((peak["mb"] - baseline) / (args.length / 1000), 1),
+    }))
+
+
+def round_breakdown(db: Path) -> list[dict]:
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT run_id, step, name, value FROM metrics WHERE run_id LIKE 'rpr-%' AND "
+                       "name IN ('time/rollout_s', 'time/train_s', 'time/checkpoint_s', 'time/generation_share', "
+                       "'rpr/warmup')").fetchall()
+    rounds: dict[tuple[str, int], dict] = {}
+    for run, step, name, value in rows:
+        rounds.setdefault((run, step), {})[name] = value
+    out = []
+    for phase in ("warm-up", "joint"):
+        chosen = [r for r in rounds.values() if len(r) == 5 and (r["rpr/warmup"] == 1.0) == (phase == "warm-up")]
+        if not chosen:
+            continue
+        gen = sum(r["time/rollout_s"] * r["time/generation_share"] for r in chosen)
+        sandbox = sum(r["time/rollout_s"] * (1 - r["time/generation_share"]) for r in chosen)
+        train = sum(r["time/train_s"] + r["time/checkpoint_s"] for r in chosen)
+        total = gen + sandbox + train
+        out.append({"phase": phase, "rounds": len(chosen), "mean_round_s": round(total / len(chosen), 1),
+                    "generation_share": round(gen / total, 3), "sandbox_share": round(sandbox / total, 3),
+                    "training_share": round(train / total, 3)})
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048])
+    parser.add_argument("--episodes", type=int, default=4)
+    parser.add_argument("--4bit", dest="four_bit", action="store_true", help="load the base NF4 (QLoRA)")
+    parser.add_argument("--store", type=Path, default=None, help="a trsi-tui database with RPR rounds")
+    parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ppo.json"))
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+    rows = []
+    for length in args.lengths:
+        cmd = [sys.executable, __file__, "--worker", "--length", str(length), "--episodes", str(args.episodes)]
+        cmd += ["--4bit"] if args.four_bit else []
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(f"length {length} failed")
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    print("tokens/episode | episodes | joint update s | critic-only s | joint tok/s | peak RSS MB | "
+          "peak above model, MB per 1k tokens")
+    for r in rows:
+        print(f"{r['length']} | {r['episodes']} | {r['joint_update_s']} | {r['critic_update_s']} | "
+              f"{r['joint_tokens_per_s']} | {r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}")
+    breakdown = round_breakdown(args.store) if args.store else []
+    if breakdown:
+        print("\nphase | rounds | mean round s | generation | sandboxes | training")
+        for b in breakdown:
+            print(f"{b['phase']} | {b['rounds']} | {b['mean_round_s']} | {b['generation_share']:.0%} | "
+                  f"{b['sandbox_share']:.0%} | {b['training_share']:.0%}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                               "updates": rows, "round_breakdown": breakdown}, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
