@@ -1,9 +1,9 @@
 """PPO speed and memory, and where an RPR round's time goes.
 
-    python bench/ppo.py [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
+    python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
 
-Part 1, the update: one PPO update (ppo_epochs 1, one minibatch) of actor and critic on the
-bundled SmolLM2-135M (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
+Part 1, the update: one PPO update (ppo_epochs 1, one minibatch) of actor and critic on
+`--model` (default the bundled SmolLM2-135M; `hf:PATH` for another base, on CUDA when there is one) (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
 them NF4) over `--episodes` synthetic episodes of each length: random token ids with a real
 episode's shape (a 40% prompt, then 64 action tokens and 128 observation tokens in turn). Each
 length runs in its own process. Reported: seconds per update, training tokens per second, and
@@ -61,7 +61,7 @@ def worker(args) -> None:
     import torch
 
     from engine.config import RprConfig
-    from engine.policy.spec import resolve_hf_base
+    from engine.policy.spec import trainable_weights
     from engine.rpr.actor_critic import ActorCritic, LoraShape
     from engine.rpr.ppo import make_optimizers, ppo_update
     from engine.rsr.sft import release_freed_memory
@@ -69,7 +69,7 @@ def worker(args) -> None:
     torch.manual_seed(0)
     release_freed_memory()
     settings = RprConfig(ppo_epochs=1, minibatch_episodes=args.episodes, load_4bit=args.four_bit, max_len=8192)
-    ac = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=None, critic_adapter=None,
+    ac = ActorCritic.load(trainable_weights(args.model)[0], actor_adapter=None, critic_adapter=None,
                           value_head=None, reference="base", reference_adapter=None, lora=LoraShape(),
                           load_4bit=args.four_bit, temperature=0.8)
     vocab = ac.model.get_base_model().config.vocab_size
@@ -94,7 +94,7 @@ def worker(args) -> None:
     sampler.join()
     tokens = sum(len(r.ids) for r in rollouts)
     print(json.dumps({
-        "length": args.length, "episodes": args.episodes, "tokens": tokens, "4bit": args.four_bit,
+        "model": args.model, "length": args.length, "episodes": args.episodes, "tokens": tokens, "4bit": args.four_bit,
         "joint_update_s": round(joint.seconds, 2), "critic_update_s": round(critic.seconds, 2),
         "joint_tokens_per_s": round(tokens / joint.seconds, 1), "critic_tokens_per_s": round(tokens / critic.seconds, 1),
         "baseline_rss_mb": round(baseline), "peak_rss_mb": round(peak["mb"]),
@@ -127,6 +127,7 @@ def round_breakdown(db: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="bundled:smollm2-135m", help="bundled:NAME or hf:PATH")
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--4bit", dest="four_bit", action="store_true", help="load the base NF4 (QLoRA)")
@@ -140,7 +141,8 @@ def main() -> None:
         return
     rows = []
     for length in args.lengths:
-        cmd = [sys.executable, __file__, "--worker", "--length", str(length), "--episodes", str(args.episodes)]
+        cmd = [sys.executable, __file__, "--worker", "--model", args.model, "--length", str(length),
+               "--episodes", str(args.episodes)]
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:

@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 from engine.config import Config
-from engine.episode import EpisodeResult
 from engine.events import EventBus, PipelineProgress
 from engine.harnesses import get_harness
 from engine.metrics import PIPELINE_STAGES, StageRecord
 from engine.model_agent import ModelAgent
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.runner import EpisodeJob, KeyedRunner
 from engine.stats import bootstrap_pass_at_1, by_task
 from engine.store import Store
 from engine.tasks import load_suite
@@ -173,29 +172,21 @@ class Pipeline:
         run_id = ""
         if todo:
             policy = self._load_policy(checkpoint)
-            keys: dict[int, str] = {}
-            jobs = []
-            for key, task, s in todo:
-                def make(seed=(p.seed + s) * 1000):
-                    return ModelAgent(policy, get_harness(p.eval_harness), temperature=p.eval_temperature, seed=seed,
-                                      max_turns=p.eval_max_turns)
-                job = EpisodeJob(task, make, attempt=s)
-                keys[id(job)] = key
-                jobs.append(job)
 
-            def finished(job: EpisodeJob, result: EpisodeResult) -> None:
-                self.store.stage_job_done(name, keys[id(job)], result.run_id, result.episode_id, result.success)
-                if self.should_stop():
-                    runner.cancel()
+            def job(task, s: int) -> EpisodeJob:
+                return EpisodeJob(task, lambda: ModelAgent(policy, get_harness(p.eval_harness), seed=(p.seed + s) * 1000,
+                                                           temperature=p.eval_temperature, max_turns=p.eval_max_turns),
+                                  attempt=s)
 
-            runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                                   on_finished=finished)
+            runner = KeyedRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
+                                 should_stop=self.should_stop)
             self._active = runner
-            run_id, _ = runner.run(jobs, kind=f"eval-{name}", agent_label="model", tasks_path=str(self.tasks),
-                                   concurrency=self.concurrency)
+            run_id = runner.run([(key, job(t, s)) for key, t, s in todo],
+                                record=lambda key, r: self.store.stage_job_done(name, key, r.run_id, r.episode_id,
+                                                                                r.success),
+                                kind=f"eval-{name}", tasks_path=str(self.tasks), concurrency=self.concurrency,
+                                what=f"the pipeline while evaluating {name}")
             self._active = None
-            if runner.cancelled:
-                raise InterruptedError(f"pipeline stopped while evaluating {name}")
         done = self.store.stage_jobs(name)
         episodes = [self.store.episode(done[key]) for key, _, _ in plan if key in done]
         scored = [e for e in episodes if e.reward is not None]

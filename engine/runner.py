@@ -144,3 +144,41 @@ class EpisodeRunner:
                 self.store.finish_run(run_id, status, summary)
             self.bus.emit(RunFinished(run_id, float(summary["success_rate"] or 0.0), len(results)))
         return run_id, results
+
+
+class KeyedRunner:
+    """Runs jobs that each carry a key, for work that must resume without repeating itself.
+
+    `record(key, result)` is called the moment each episode is stored, so the caller can link
+    the episode to its key in the same breath; after a kill, jobs whose keys are recorded are
+    simply not submitted again. Stopping (`cancel`, or `should_stop` turning true between
+    episodes) raises InterruptedError once the running episodes are shut down.
+    """
+
+    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus,
+                 should_stop: Callable[[], bool] = lambda: False) -> None:
+        self.config, self.backend, self.store, self.bus = config, backend, store, bus
+        self.should_stop = should_stop
+        self._runner: EpisodeRunner | None = None
+
+    def cancel(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+
+    def run(self, jobs: list[tuple[str, EpisodeJob]], *, record: Callable[[str, EpisodeResult], None], kind: str,
+            tasks_path: str, concurrency: int, what: str) -> str:
+        """Returns the run id; `what` names the work in the InterruptedError ("RPR stage 1 round 2")."""
+        keys = {id(job): key for key, job in jobs}
+
+        def finished(job: EpisodeJob, result: EpisodeResult) -> None:
+            record(keys[id(job)], result)
+            if self.should_stop():
+                runner.cancel()
+
+        runner = self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store,
+                                              bus=self.bus, on_finished=finished)
+        run_id, _ = runner.run([job for _, job in jobs], kind=kind, agent_label="model", tasks_path=tasks_path,
+                               concurrency=concurrency)
+        if runner.cancelled:
+            raise InterruptedError(f"{what} stopped")
+        return run_id

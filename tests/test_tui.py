@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Input, Static
 
 from engine.api import Engine, EvalRequest
 from engine.config import Config, parse_config
-from engine.events import EpisodeFinished, EpisodeStarted, RunFinished, RunStarted, SandboxOutput
+from engine.events import EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
 from tests.tui_data import EVAL_RUN, build_store

@@ -12,6 +12,8 @@ run backward on one adapter's loss before the other adapter's forward.
 
 Log-probabilities, entropies and values are computed only at action positions (mask 1), in the
 flat order of those positions, so vocabulary-sized logits exist only where they are needed.
+The model lives on the GPU when there is one; these small per-token vectors are handed back on
+the CPU (autograd follows the copy), so the PPO arithmetic never has to care where the model is.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class ActorCritic:
         self.model, self.value_head = model, value_head
         self.reference, self.temperature = reference, max(temperature, 1e-4)
         self.train_actor = True
+        self.device = torch.device("cpu")
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -57,6 +60,9 @@ class ActorCritic:
         from transformers import AutoModelForCausalLM
 
         kwargs: dict = {"dtype": torch.float32}
+        device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+        if device.type == "cuda":
+            kwargs["device_map"] = {"": 0}
         if load_4bit:
             from transformers import BitsAndBytesConfig
 
@@ -75,14 +81,15 @@ class ActorCritic:
             model.add_adapter(CRITIC, config)
         if reference == "stage-start" and reference_adapter is not None:
             model.load_adapter(str(reference_adapter), adapter_name=REF, is_trainable=False)
-        head = torch.nn.Linear(causal.config.hidden_size, 1)
+        head = torch.nn.Linear(causal.config.hidden_size, 1, device=device)
         if value_head is not None:
-            head.load_state_dict(torch.load(value_head, map_location="cpu", weights_only=True))
+            head.load_state_dict(torch.load(value_head, map_location=device, weights_only=True))
         else:
             torch.nn.init.zeros_(head.weight)  # an untrained critic predicts 0, not noise
             torch.nn.init.zeros_(head.bias)
         head.requires_grad_(True)  # explicitly trainable: it is no part of any peft adapter
         ac = cls(model, head, reference=reference if REF in model.peft_config else "base", temperature=temperature)
+        ac.device = device
         ac._activate(ACTOR)
         return ac
 
@@ -115,7 +122,7 @@ class ActorCritic:
             ctx = nullcontext()
         with ctx:
             decoder = self.model.get_base_model().model
-            return decoder(input_ids=input_ids, use_cache=False).last_hidden_state
+            return decoder(input_ids=input_ids.to(self.device), use_cache=False).last_hidden_state
 
     def actions(self, adapter: str | None, input_ids: torch.Tensor, target_mask: torch.Tensor,
                 with_entropy: bool = False) -> ActionForward:
@@ -124,12 +131,12 @@ class ActorCritic:
         `input_ids` is [1, T]; `target_mask` is [1, T-1] (the action mask shifted by one).
         """
         hidden = self._hidden(adapter, input_ids)
-        where = target_mask.bool()
+        where = target_mask.bool().to(self.device)
         logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
         logp = torch.log_softmax(logits, dim=-1)
-        chosen = logp.gather(-1, input_ids[:, 1:][where].unsqueeze(-1)).squeeze(-1)
+        chosen = logp.gather(-1, input_ids.to(self.device)[:, 1:][where].unsqueeze(-1)).squeeze(-1)
         entropy = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(chosen)
-        return ActionForward(chosen, entropy)
+        return ActionForward(chosen.cpu(), entropy.cpu())
 
     def reference_logprobs(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
         return self.actions(REF if self.reference == "stage-start" else None, input_ids, target_mask).logprobs
@@ -137,7 +144,7 @@ class ActorCritic:
     def values(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
         """V(state before each action token), the critic's estimate of the episode's reward."""
         hidden = self._hidden(CRITIC, input_ids)
-        return self.value_head(hidden[:, :-1][target_mask.bool()]).squeeze(-1).float()
+        return self.value_head(hidden[:, :-1][target_mask.bool().to(self.device)]).squeeze(-1).float().cpu()
 
     # -- saving --------------------------------------------------------------------------------
     def save(self, out: Path) -> None:

@@ -21,19 +21,18 @@ import random
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from engine.config import Config, RprConfig
-from engine.episode import EpisodeResult
 from engine.events import EventBus, RprProgress, TrainingStep
 from engine.harnesses import HARNESSES, get_harness
 from engine.metrics import MetricPoint
 from engine.model_agent import ModelAgent
 from engine.policy.spec import served_spec, trainable_weights
 from engine.rpr.rollouts import Rollout, load_rollout
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.runner import EpisodeJob, KeyedRunner
 from engine.store import Store
 from engine.tasks import Task, load_suite
 
@@ -75,7 +74,7 @@ class RprStage:
         self._policy_loader = policy_loader
         self._policy, self._policy_spec = None, ""
         self._policy_lock = threading.Lock()
-        self._runner: EpisodeRunner | None = None
+        self._runner: KeyedRunner | None = None
         if self.settings.harness not in HARNESSES:
             raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
         trainable_weights(model)  # a spec without transformers weights fails here, before any rollout
@@ -184,28 +183,18 @@ class RprStage:
         if todo:
             policy = self._rollout_policy(spec)
             s = self.settings
-            keys: dict[int, str] = {}
-            jobs = []
-            for key, task, seed in todo:
-                def make(seed=seed):
-                    return ModelAgent(policy, get_harness(s.harness), temperature=s.temperature, seed=seed,
-                                      max_turns=s.max_turns)
-                job = EpisodeJob(task, make, attempt=iteration)
-                keys[id(job)] = key
-                jobs.append(job)
 
-            def finished(job: EpisodeJob, result: EpisodeResult) -> None:
-                self.store.rpr_job_done(self.round, iteration, keys[id(job)], result.run_id, result.episode_id,
-                                        result.success)
-                if self.should_stop() and self._runner is not None:
-                    self._runner.cancel()
+            def job(task: Task, seed: int) -> EpisodeJob:
+                return EpisodeJob(task, lambda: ModelAgent(policy, get_harness(s.harness), temperature=s.temperature,
+                                                           seed=seed, max_turns=s.max_turns), attempt=iteration)
 
-            self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                                         on_finished=finished)
-            self._runner.run(jobs, kind="rpr-rollout", agent_label="model", tasks_path=str(self.tasks_path),
-                             concurrency=self.concurrency)
-            if self._runner.cancelled:
-                raise InterruptedError(f"RPR stage {self.round} stopped during the rollouts of round {iteration + 1}")
+            self._runner = KeyedRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
+                                       should_stop=self.should_stop)
+            self._runner.run([(key, job(task, seed)) for key, task, seed in todo],
+                             record=lambda key, r: self.store.rpr_job_done(self.round, iteration, key, r.run_id,
+                                                                           r.episode_id, r.success),
+                             kind="rpr-rollout", tasks_path=str(self.tasks_path), concurrency=self.concurrency,
+                             what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}")
         done = self.store.rpr_jobs(self.round, iteration)
         return [load_rollout(self.store, done[key]) for key, _, _ in plan if key in done], time.monotonic() - started
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable
 
 from engine.config import Config, RsrConfig
-from engine.episode import EpisodeResult
 from engine.events import EventBus, RsrProgress, RunbookDrafted, TrainingStep
 from engine.harnesses import HARNESSES, get_harness
 from engine.metrics import MetricPoint
@@ -29,7 +28,7 @@ from engine.rsr.planner import draft_runbook, trajectory_text
 from engine.rsr.reviewer import review_runbook
 from engine.rsr.sft import SftConfig
 from engine.runbooks import RunbookDraft
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.runner import EpisodeJob, KeyedRunner
 from engine.store import Store
 from engine.tasks import Task, load_suite
 
@@ -69,7 +68,7 @@ class RsrRound:
         self.should_stop = should_stop or (lambda: False)
         self._policy = policy
         self._policy_lock = threading.Lock()
-        self._runner: EpisodeRunner | None = None
+        self._runner: KeyedRunner | None = None
         from engine.policy import parse_model_spec
 
         kind = parse_model_spec(model).kind  # a bad spec fails here, not after an hour of exploring
@@ -114,19 +113,12 @@ class RsrRound:
 
     def _run_jobs(self, stage: str, jobs: list[tuple[str, EpisodeJob]]) -> None:
         """Run keyed jobs; each finished episode is linked to its key the moment it is stored."""
-        keys = {id(job): key for key, job in jobs}
-
-        def finished(job: EpisodeJob, result: EpisodeResult) -> None:
-            self.store.rsr_job_done(self.round, stage, keys[id(job)], result.run_id, result.episode_id, result.success)
-            if self.should_stop() and self._runner is not None:
-                self._runner.cancel()
-
-        self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                                     on_finished=finished)
-        self._runner.run([job for _, job in jobs], kind=f"rsr-{stage}", agent_label="model",
-                         tasks_path=str(self.tasks_path), concurrency=self.concurrency)
-        if self._runner.cancelled:
-            raise InterruptedError(f"RSR round {self.round} stopped during {stage}")
+        self._runner = KeyedRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
+                                   should_stop=self.should_stop)
+        self._runner.run(jobs, record=lambda key, r: self.store.rsr_job_done(self.round, stage, key, r.run_id,
+                                                                             r.episode_id, r.success),
+                         kind=f"rsr-{stage}", tasks_path=str(self.tasks_path), concurrency=self.concurrency,
+                         what=f"RSR round {self.round} during {stage}")
 
     # -- the round ---------------------------------------------------------------------------
     def run(self) -> RoundReport:
