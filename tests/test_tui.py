@@ -370,3 +370,18 @@ async def test_the_rsr_form_refuses_a_model_it_cannot_train(tmp_path: Path):
         await pilot.pause(0.3)
         await pilot.click("#start")
         assert "not KIND:TARGET" in text_of(app, "#form-error")
+
+
+async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_stage_table(tmp_path: Path):
+    suite = tmp_path / "suite"
+    write_task(suite, "only-train", toml='[metadata]\nsplit = "train"\n[agent]\ntimeout_sec = 30\n')
+    engine = Engine(Config(), Store(tmp_path / "db.sqlite"))
+    app = create_app(engine, start_pipeline={"tasks": str(suite)})
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert app.current_mode == "dashboard"
+        stages = app.screen.query_one("#stages", DataTable)
+        await wait_until(pilot, lambda: stages.get_row_at(0)[1] == "failed")
+        assert "no tasks in the eval split" in stages.get_row_at(0)[4]
+        await wait_until(pilot, lambda: not app.run_in_progress)
+        assert stages.get_row_at(1)[1] == "not run"  # nothing after a failed stage starts
+    assert engine.store.stages()["Base"].status == "failed"
