@@ -148,6 +148,8 @@ class Pipeline:
         lineage = {"kind": "rpr", "parent": parent, "round": round_, "tasks": str(self.tasks),
                    "split": self.config.rpr.split, "critic_from": str(critic_from or ""),
                    "rollout_episodes": report.episodes, "rollout_successes": report.successes,
+                   "rollout_episode_ids": sorted(e for i in range(report.iterations)
+                                                 for e in self.store.rpr_jobs(round_, i).values()),
                    "rounds": report.iterations, "critic_warmup_rounds": report.warmup_rounds,
                    "trainer_checkpoint": report.critic_dir, "config": json.loads(self.config.rpr.model_dump_json())}
         return report.checkpoint or parent, lineage

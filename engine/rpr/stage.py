@@ -276,12 +276,10 @@ class RprStage:
                 actor_dir = self.dir / f"iter-{iteration + 1:03d}" / "actor"
                 served = served_spec(self.model, actor_dir,
                                      actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None)
-            saved_at = time.monotonic()
-            self._save(ac, optimizers, schedulers, rng, iteration=iteration, global_step=global_step, served=served,
-                       lineage=lineage, export_base=base if moved and self.model.startswith("bundled:") else None)
-            save_s = time.monotonic() - saved_at
             episode_s = sum(r.duration_s for r in rollouts) or 1.0
             generation = sum(r.generation_s for r in rollouts)
+            # Logged before the checkpoint: a kill in between reruns the round, whose points then
+            # overwrite these (keyed by step), instead of losing the round's metrics.
             self._log(iteration + 1, {
                 "rpr/warmup": 1.0 if warmup else 0.0, "rpr/reward": stats.mean_reward,
                 "rpr/success": stats.success_rate, "ppo/value_loss": stats.value_loss,
@@ -290,9 +288,13 @@ class RprStage:
                 "ppo/sampler_ratio": stats.sampler_ratio, "ppo/sampler_log_ratio_max": stats.sampler_log_ratio_max,
                 "ppo/episodes": stats.episodes, "ppo/skipped_infra": stats.skipped_infra,
                 "ppo/skipped_long": stats.skipped_long, "ppo/tokens": stats.tokens,
-                "time/rollout_s": rollout_s, "time/train_s": stats.seconds, "time/checkpoint_s": save_s,
+                "time/rollout_s": rollout_s, "time/train_s": stats.seconds,
                 "time/generation_share": generation / episode_s,
             })
+            saved_at = time.monotonic()
+            self._save(ac, optimizers, schedulers, rng, iteration=iteration, global_step=global_step, served=served,
+                       lineage=lineage, export_base=base if moved and self.model.startswith("bundled:") else None)
+            self._log(iteration + 1, {"time/checkpoint_s": time.monotonic() - saved_at})
             self.store.put_rpr_run(self.round, iteration=iteration + 1)
             self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): reward "
                                              f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
@@ -303,7 +305,6 @@ class RprStage:
 
     def report(self) -> RprReport:
         record = self.store.rpr_run(self.round) or {}
-        history: list[dict] = []
         episodes = successes = 0
         for iteration in range(record.get("iteration") or 0):
             jobs = self.store.rpr_jobs(self.round, iteration)
