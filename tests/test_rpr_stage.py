@@ -176,3 +176,40 @@ def test_infrastructure_failures_are_left_out_of_the_loss_not_scored_zero():
     broken = [Rollout("e1", "t", (1, 2, 3), (0, 1, 1), (), None, False, 0.0, 1.0)]
     stats = ppo_update(None, broken, settings(), (None, None), (None, None), train_actor=True, rng=random.Random(0))
     assert (stats.episodes, stats.skipped_infra, stats.optimizer_steps) == (0, 1, 0)
+
+
+@pytest.mark.parametrize("kl_mode", ["loss", "reward"])
+def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_policy, kl_mode):
+    from engine.policy.spec import resolve_hf_base
+    from engine.rpr.actor_critic import ACTOR, ActorCritic, LoraShape
+    from engine.rpr.ppo import make_optimizers, ppo_update
+    from engine.rpr.rollouts import Rollout
+
+    prompt = real_policy.tokenize_chat([{"role": "user", "content": "Write hello to /app/out.txt."}],
+                                       add_generation_prompt=True)
+    stop = [min(real_policy.stop_ids)]
+
+    def reply(text: str) -> list[int]:
+        return real_policy._llm.tokenize(text.encode(), add_bos=False, special=False) + stop  # noqa: SLF001
+
+    good, bad = reply("<bash>echo hello > /app/out.txt</bash>"), reply("<bash>echo nope > /app/out.txt</bash>")
+    rollouts = [Rollout(name, "t", tuple(prompt + r), tuple([0] * len(prompt) + [1] * len(r)), (), reward, reward == 1,
+                        0.0, 1.0) for name, r, reward in (("good", good, 1.0), ("bad", bad, 0.0))]
+    torch.manual_seed(0)
+    ac = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=None, critic_adapter=None,
+                          value_head=None, reference="base", reference_adapter=None, lora=LoraShape(4, 8),
+                          load_4bit=False, temperature=1.0)
+    s = settings(actor_lr=2e-3, ppo_epochs=2, minibatch_episodes=2, kl_coef=0.05, kl_mode=kl_mode)
+    optimizers, schedulers = make_optimizers(ac, s)
+
+    def margin() -> float:
+        with torch.no_grad():
+            lp = [float(ac.actions(ACTOR, torch.tensor([r.ids]), torch.tensor([r.mask[1:]])).logprobs.sum())
+                  for r in rollouts]
+        return lp[0] - lp[1]
+
+    before = margin()
+    stats = [ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(i))
+             for i in range(3)]
+    assert margin() > before + 1.0  # log-odds of the rewarded reply over the other, up by more than e
+    assert stats[-1].kl > 0.0 and stats[-1].optimizer_steps == 2
