@@ -114,3 +114,10 @@ def test_masked_helpers():
     assert float(masked_mean(w, mask)) == pytest.approx(0.0, abs=1e-6)
     assert float(w[0, 3]) == 0.0
     assert float(masked_mean(x, torch.zeros(1, 4))) == 0.0
+
+
+def test_a_trainer_that_disagrees_with_the_sampler_is_reported():
+    from engine.rpr.stage import sampler_warning
+
+    assert sampler_warning(1.003) == "" and sampler_warning(float("nan")) == ""
+    assert "WARNING" in sampler_warning(0.0016) and "load_4bit = false" in sampler_warning(3.0)

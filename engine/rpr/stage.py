@@ -56,6 +56,15 @@ class RprReport:
     history: tuple[dict, ...]
 
 
+def sampler_warning(ratio: float) -> str:
+    """A loud note when the trainer's log-probs of the sampled tokens stray from the sampler's:
+    PPO's updates are then off-policy by more than its clipping assumes (docs/rpr.md)."""
+    if math.isnan(ratio) or 0.8 <= ratio <= 1.25:
+        return ""
+    return (f"; WARNING: trainer and sampler disagree on the sampled tokens (mean ratio {ratio:.3g}); "
+            "with the bundled model train in fp32 ([rpr] load_4bit = false)")
+
+
 class RprStage:
     def __init__(self, *, round: int, model: str, tasks: Path, config: Config, store: Store, bus: EventBus,
                  backend: str, checkpoints_dir: Path, concurrency: int = 2, seed: int = 0,
@@ -298,7 +307,8 @@ class RprStage:
             self.store.put_rpr_run(self.round, iteration=iteration + 1)
             self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): reward "
                                              f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
-                                             f"explained variance {stats.explained_variance:.3f}")
+                                             f"explained variance {stats.explained_variance:.3f}"
+                           + sampler_warning(stats.sampler_ratio))
         self.store.put_rpr_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
         self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
         return self.report()
