@@ -12,7 +12,6 @@ import random
 from pathlib import Path
 
 import pytest
-import torch
 
 from engine.config import Config, RprConfig
 from engine.events import EventBus, RprProgress
@@ -23,6 +22,8 @@ from tests.conftest import write_task
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
     pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
+
+import torch  # noqa: E402
 
 from engine.rpr.stage import RprStage  # noqa: E402
 
