@@ -63,7 +63,7 @@ class Engine:
         self.paths = paths
         self.bus = bus or EventBus()
         self._runner: EpisodeRunner | None = None
-        self._rsr = None  # the RSR round, RPR stage or pipeline in progress, if any (for cancel)
+        self._work = None  # the RSR round, RPR stage or pipeline in progress, if any (for cancel)
         self._stop_requested = False
 
     @classmethod
@@ -145,19 +145,11 @@ class Engine:
         from engine.rsr.round import RsrRound
 
         settings = self.config.rsr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        preflight(backend or self.config.sandbox.backend)
-        self._stop_requested = False
-        paths = self.paths or resolve_paths(None)
-        self._rsr = RsrRound(
+        return self._run_work(lambda checkpoints, stop: RsrRound(
             round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
-            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
-            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
-            should_stop=lambda: self._stop_requested,
-        )
-        try:
-            return self._rsr.run()
-        finally:
-            self._rsr = None
+            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
+            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings, should_stop=stop,
+        ), backend)
 
     def rpr_stage(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
                   concurrency: int | None = None, seed: int = 0, critic_from: str | Path | None = None,
@@ -166,36 +158,34 @@ class Engine:
         from engine.rpr.stage import RprStage
 
         settings = self.config.rpr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        preflight(backend or self.config.sandbox.backend)
-        self._stop_requested = False
-        paths = self.paths or resolve_paths(None)
-        self._rsr = RprStage(
+        return self._run_work(lambda checkpoints, stop: RprStage(
             round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
-            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
+            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
             concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
-            critic_from=Path(critic_from) if critic_from else None, should_stop=lambda: self._stop_requested,
-        )
-        try:
-            return self._rsr.run()
-        finally:
-            self._rsr = None
+            critic_from=Path(critic_from) if critic_from else None, should_stop=stop,
+        ), backend)
 
     def pipeline(self, *, tasks: str | Path | None = None, backend: str | None = None,
                  concurrency: int | None = None, stop_after: str | None = None):
         """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config."""
         from engine.pipeline import Pipeline
 
+        return self._run_work(lambda checkpoints, stop: Pipeline(
+            config=self.config, store=self.store, bus=self.bus, tasks=self.suite_path(tasks),
+            backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
+            concurrency=concurrency or self.config.eval.concurrency, should_stop=stop, stop_after=stop_after,
+        ), backend)
+
+    def _run_work(self, build, backend: str | None):
+        """Build long, resumable work with `build(checkpoints_dir, should_stop)`, run it, and keep it
+        reachable by `cancel` while it runs."""
         preflight(backend or self.config.sandbox.backend)
         self._stop_requested = False
-        paths = self.paths or resolve_paths(None)
-        self._rsr = Pipeline(config=self.config, store=self.store, bus=self.bus, tasks=self.suite_path(tasks),
-                             backend=backend or self.config.sandbox.backend, checkpoints_dir=paths.checkpoints_dir,
-                             concurrency=concurrency or self.config.eval.concurrency,
-                             should_stop=lambda: self._stop_requested, stop_after=stop_after)
+        self._work = build((self.paths or resolve_paths(None)).checkpoints_dir, lambda: self._stop_requested)
         try:
-            return self._rsr.run()
+            return self._work.run()
         finally:
-            self._rsr = None
+            self._work = None
 
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
         return self.evaluate(
@@ -213,5 +203,5 @@ class Engine:
         self._stop_requested = True
         if self._runner is not None:
             self._runner.cancel()
-        if self._rsr is not None:
-            self._rsr.cancel()
+        if self._work is not None:
+            self._work.cancel()

@@ -68,6 +68,22 @@ def _progress():
     return on_event
 
 
+def _run_resumable(engine: Engine, listeners: list, call, *, errors: tuple, stopped: str, hint: str = ""):
+    """Run long engine work with progress listeners; known errors become clean CLI errors, and a
+    stop (ctrl+c) cancels the work and says how to resume it."""
+    unsubscribes = [engine.bus.subscribe(listener) for listener in listeners]
+    try:
+        return call()
+    except errors as exc:
+        raise click.ClickException(f"{exc}{hint}") from None
+    except (KeyboardInterrupt, InterruptedError):
+        engine.cancel()
+        raise click.ClickException(f"{stopped}; run the same command to resume it") from None
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+
+
 def _write_json(path: str | None, payload: dict) -> None:
     if path:
         Path(path).write_text(json.dumps(payload, indent=2) + "\n")
@@ -332,18 +348,11 @@ def rsr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
         elif isinstance(event, RunbookDrafted):
             out.print(f"  runbook {event.runbook_id} for {event.task}: {event.status}")
 
-    unsubscribe = engine.bus.subscribe(show)
-    try:
-        report = engine.rsr_round(round_, model=model_spec, tasks=tasks_path, backend=backend,
-                                  concurrency=concurrency, seed=seed, approval=approval, attempts=attempts,
-                                  harnesses=list(harnesses) or None, split=split)
-    except (SandboxError, PolicyError, RsrError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except (KeyboardInterrupt, InterruptedError):
-        engine.cancel()
-        raise click.ClickException(f"round {round_} stopped; run the same command to resume it") from None
-    finally:
-        unsubscribe()
+    report = _run_resumable(
+        engine, [show], lambda: engine.rsr_round(round_, model=model_spec, tasks=tasks_path, backend=backend,
+                                                 concurrency=concurrency, seed=seed, approval=approval,
+                                                 attempts=attempts, harnesses=list(harnesses) or None, split=split),
+        errors=(SandboxError, PolicyError, RsrError, ValueError), stopped=f"round {round_} stopped")
     table = _table(f"RSR round {round_}", "explored", "passed", "runbooks", "replays", "replays passed",
                    "samples", "checkpoint")
     table.add_row(str(report.explored), str(report.successes),
@@ -407,18 +416,11 @@ def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
         if isinstance(event, RprProgress):
             out.print(f"[bold]rpr {event.round}[/] {event.detail}")
 
-    unsubscribe = engine.bus.subscribe(show)
-    try:
-        report = engine.rpr_stage(round_, model=model_spec, tasks=tasks_path, backend=backend,
-                                  concurrency=concurrency, seed=seed, critic_from=critic_from, rounds=rounds,
-                                  critic_warmup_rounds=critic_warmup, harness=harness)
-    except (SandboxError, PolicyError, RprError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
-    except (KeyboardInterrupt, InterruptedError):
-        engine.cancel()
-        raise click.ClickException(f"RPR stage {round_} stopped; run the same command to resume it") from None
-    finally:
-        unsubscribe()
+    report = _run_resumable(
+        engine, [show], lambda: engine.rpr_stage(round_, model=model_spec, tasks=tasks_path, backend=backend,
+                                                 concurrency=concurrency, seed=seed, critic_from=critic_from,
+                                                 rounds=rounds, critic_warmup_rounds=critic_warmup, harness=harness),
+        errors=(SandboxError, PolicyError, RprError, ValueError), stopped=f"RPR stage {round_} stopped")
     table = _table(f"RPR stage {round_}", "round", "phase", "reward", "success", "value loss", "expl. var.",
                    "KL", "entropy")
     for row in report.history:
@@ -492,18 +494,11 @@ def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, task
         elif isinstance(event, RprProgress):
             out.print(f"  rpr {event.round} {event.detail}")
 
-    unsubscribe = engine.bus.subscribe(show)
-    progress = engine.bus.subscribe(_progress())
-    try:
-        stages = engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after)
-    except (SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError) as exc:
-        raise click.ClickException(f"{exc}\nfix it and run the same command to resume") from None
-    except (KeyboardInterrupt, InterruptedError):
-        engine.cancel()
-        raise click.ClickException("pipeline stopped; run the same command to resume it") from None
-    finally:
-        unsubscribe()
-        progress()
+    stages = _run_resumable(
+        engine, [show, _progress()],
+        lambda: engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
+        errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError), stopped="pipeline stopped",
+        hint="\nfix it and run the same command to resume")
     out.print(stage_table(stages))
     _write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
 
