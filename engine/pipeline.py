@@ -151,7 +151,7 @@ class Pipeline:
                    "rollout_episode_ids": sorted(e for i in range(report.iterations)
                                                  for e in self.store.rpr_jobs(round_, i).values()),
                    "rounds": report.iterations, "critic_warmup_rounds": report.warmup_rounds,
-                   "trainer_checkpoint": report.critic_dir, "config": json.loads(self.config.rpr.model_dump_json())}
+                   "trainer_checkpoint": report.trainer_checkpoint, "config": json.loads(self.config.rpr.model_dump_json())}
         return report.checkpoint or parent, lineage
 
     # -- evaluation ----------------------------------------------------------------------------

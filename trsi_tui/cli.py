@@ -429,7 +429,7 @@ def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
                       _fmt(row.get("ppo/explained_variance")), _fmt(row.get("ppo/kl")), _fmt(row.get("ppo/entropy")))
     out.print(table)
     out.print(f"actor: {report.checkpoint or 'unchanged'}")
-    out.print(f"trainer checkpoint (critic, value head, optimizer state): {report.critic_dir}")
+    out.print(f"trainer checkpoint (critic, value head, optimizer state): {report.trainer_checkpoint}")
     _write_json(json_path, {**asdict(report), "history": list(report.history)})
 
 

@@ -19,7 +19,6 @@ import json
 import math
 import random
 import shutil
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +51,7 @@ class RprReport:
     episodes: int
     successes: int
     checkpoint: str
-    critic_dir: str
+    trainer_checkpoint: str  # the latest iteration directory: adapters, value head, optimizer state
     history: tuple[dict, ...]
 
 
@@ -82,7 +81,6 @@ class RprStage:
         self.should_stop = should_stop or (lambda: False)
         self._policy_loader = policy_loader
         self._policy, self._policy_spec = None, ""
-        self._policy_lock = threading.Lock()
         self._runner: KeyedRunner | None = None
         if self.settings.harness not in HARNESSES:
             raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
@@ -173,16 +171,17 @@ class RprStage:
         return plan
 
     def _rollout_policy(self, spec: str):
-        with self._policy_lock:
-            if self._policy_spec != spec:
-                if self._policy_loader is not None:
-                    self._policy = self._policy_loader(spec)
-                else:
-                    from engine.policy import load_policy
+        """The rollout policy for `spec`, reloaded only when the served actor changed (called on the
+        stage's own thread, before episode threads start)."""
+        if self._policy_spec != spec:
+            if self._policy_loader is not None:
+                self._policy = self._policy_loader(spec)
+            else:
+                from engine.policy import load_policy
 
-                    self._policy = load_policy(spec, instances=self.concurrency)
-                self._policy_spec = spec
-            return self._policy
+                self._policy = load_policy(spec, instances=self.concurrency)
+            self._policy_spec = spec
+        return self._policy
 
     def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[Rollout], float]:
         done = self.store.rpr_jobs(self.round, iteration)
