@@ -8,7 +8,8 @@ import pytest
 from engine.config import Config
 from engine.store import Store
 
-EXAMPLE_TASK = Path(__file__).resolve().parents[2] / "shared" / "examples" / "count-lines"
+# The example task in the native layout, kept in the repository: a clone has nothing beside it.
+EXAMPLE_TASK = Path(__file__).resolve().parent / "fixtures" / "tasks" / "count-lines"
 
 CTRF_TEST = textwrap.dedent("""\
     #!/bin/bash
