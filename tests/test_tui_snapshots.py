@@ -91,3 +91,21 @@ def test_start_run_form(snap_compare, app):
 
 def test_help(snap_compare, app):
     assert snap_compare(app, terminal_size=SIZE, press=["question_mark"])
+
+
+def test_sandboxes_hostile_text(snap_compare, app):
+    """A multi-line command with screen clears, cursor moves and OSC sequences, as the model wrote
+    it: the pane shows plain wrapped lines and every border stays intact."""
+    from tests.test_tui_hostile_text import HOSTILE_COMMAND, HOSTILE_OUTPUT
+
+    async def run_before(pilot) -> None:
+        await pilot.press("2")
+        emit = pilot.app._on_bus_event
+        emit(RunStarted("hostile", "eval", 2))
+        for i in range(2):
+            emit(EpisodeStarted("hostile", f"hostile-{i}", f"task-{i}", "model"))
+            emit(SandboxOutput(f"hostile-{i}", "agent", "command", HOSTILE_COMMAND))
+            emit(SandboxOutput(f"hostile-{i}", "agent", "output", HOSTILE_OUTPUT))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

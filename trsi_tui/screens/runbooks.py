@@ -6,7 +6,6 @@ it from there). Editing keeps the original text stored beside the edit.
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +15,8 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static, Te
 
 from engine.runbooks import Runbook
 from trsi_tui.messages import LiveChanged
+from trsi_tui.safe_text import markup as escape
+from trsi_tui.safe_text import printable
 
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
@@ -102,7 +103,7 @@ class RunbooksScreen(Screen):
                     f"  harness {rb.harness or '-'}  written by {rb.author or '-'}\nstatus [b]{rb.status}[/]"
                     + (f" by {rb.decided_by}" if rb.decided_by else "") + (f": {escape(rb.note)}" if rb.note else "")
                     + ("  [yellow](edited by a person)[/]" if rb.edited else ""))
-        text.load_text(rb.text)
+        text.load_text(printable(rb.text))
         lines = []
         if rb.leak is not None:
             lines.append(f"[b]Leak scan[/] score {rb.leak.score:.2f}"
@@ -143,7 +144,7 @@ class RunbooksScreen(Screen):
         if self.current is None:
             return
         text = self.query_one("#text", TextArea)
-        if not text.read_only and text.text != self.current.text:
+        if not text.read_only and text.text != printable(self.current.text):
             self.app.store.edit_runbook(self.current.id, text.text)  # approving an edit keeps the edit
         note_input = self.query_one("#note", Input)
         decided = self.app.store.decide_runbook(self.current.id, status, by="human", note=note_input.value.strip())

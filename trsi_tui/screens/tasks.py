@@ -18,6 +18,7 @@ from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
 from engine.api import EvalRequest
 from engine.paths import builtin_tasks_dir
 from engine.tasks import Suite, Task, load_suite
+from trsi_tui.safe_text import markup, one_line, printable
 
 
 class TasksScreen(Screen):
@@ -94,13 +95,13 @@ class TasksScreen(Screen):
             f"{task.agent_timeout_sec:.0f}s · {task.environment.memory_mb} MB · "
             f"{'internet' if task.environment.allow_internet else 'no network'}\n"
             f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]")
-        self.query_one("#instruction", Markdown).update(task.instruction)
+        self.query_one("#instruction", Markdown).update(printable(task.instruction))
         oracle = store.latest_episode(task.name, "oracle")
         if oracle is None:
             checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
         else:
-            rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {c.name}"
-                    + (f"  [dim]{c.message[:80]}[/]" if c.message else "")
+            rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
+                    + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
                     for c in store.checks(oracle.id)]
             checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
             checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"

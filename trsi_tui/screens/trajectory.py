@@ -5,7 +5,6 @@ The final checks and the verdict sit at the bottom. `n`/`p` (or the step list) m
 
 from __future__ import annotations
 
-from rich.markup import escape
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,6 +13,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from engine.agents import AgentStep
+from trsi_tui.safe_text import markup as escape
+from trsi_tui.safe_text import one_line
 
 
 class TrajectoryScreen(Screen):
@@ -58,7 +59,7 @@ class TrajectoryScreen(Screen):
         for i, s in enumerate(self.steps):
             command = s.command or ("(parse error)" if s.parse_error else "(none)")
             exit_text = "timeout" if s.timed_out else ("-" if s.exit_code is None else str(s.exit_code))
-            table.add_row(str(i + 1), command.splitlines()[0][:40] if command else "", exit_text,
+            table.add_row(str(i + 1), one_line(command, 40), exit_text,
                           f"{s.duration_s + s.generation_s:.2f}s")
         checks = store.checks(self.episode_id)
         lines = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {escape(c.name)}" for c in checks]

@@ -18,11 +18,15 @@ from rich.ansi import AnsiDecoder
 from rich.style import Style
 from rich.text import Text
 
-# Line breaks, carriage returns and non-SGR control sequences; SGR (`ESC[...m`) stays in the text
-# for the decoder, which keeps the current style across calls.
-_CONTROL = re.compile(r"(\r\n|\n|\r|\x1b\[[0-9;?]*[A-Za-ln-z@`]|\x1b[^\[])")
-_INCOMPLETE = re.compile(r"\x1b(\[[0-9;?]*)?$")
-_OTHER_C0 = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
+from trsi_tui.safe_text import COMPLETE_ESCAPE, CONTROL_CHARACTER, UNFINISHED_ESCAPE, printable_lines
+
+# Line breaks, carriage returns and every escape sequence (trsi_tui.safe_text); SGR (`ESC[...m`)
+# goes to the decoder, which keeps the current style across calls, the rest is dropped.
+_CONTROL = re.compile(r"(\r\n|\n|\r|" + COMPLETE_ESCAPE.pattern + ")")
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+# An unfinished sequence at the end of a read (UNFINISHED_ESCAPE) is held for the next read; a
+# string sequence (OSC, DCS) is held at most this many characters, then dropped.
+_MAX_HELD = 4096
 
 
 class TerminalBuffer:
@@ -41,9 +45,10 @@ class TerminalBuffer:
     def feed(self, data: str) -> None:
         data = self._held + data
         self._held = ""
-        m = _INCOMPLETE.search(data)
+        m = UNFINISHED_ESCAPE.search(data)
         if m:
-            self._held, data = data[m.start():], data[:m.start()]
+            held, data = data[m.start():], data[:m.start()]
+            self._held = held if len(held) <= _MAX_HELD else ""
         for part in _CONTROL.split(data):
             if not part:
                 continue
@@ -51,28 +56,34 @@ class TerminalBuffer:
                 self._newline()
             elif part == "\r":
                 self.col = 0
-            elif _CONTROL.fullmatch(part):  # a non-SGR escape sequence
-                if part.endswith("K"):
+            elif _SGR.fullmatch(part):
+                self._decoder.decode_line(part)  # only updates the current style
+            elif part.startswith("\x1b"):  # any other escape sequence: only erase-line is honoured
+                if part.startswith("\x1b[") and part.endswith("K"):
                     self._clear_to_end()
             else:
                 self._write(part)
         self._trim()
 
     def write_line(self, text: str, style: str | Style = "") -> None:
-        """A whole styled line from the app itself (a command echo, a verdict), not from the shell."""
+        """Whole styled lines from the app itself (a command echo, a verdict), not from the shell.
+
+        The text may be untrusted (a command the model wrote): it is made printable, and each of
+        its lines becomes a line of the pane; continuation lines are indented under the first."""
         if self.lines[-1].plain:
             self._newline()
-        line = Text(text)
-        line.stylize(style)  # as a span: Text.render drops a Text-level base style
-        self.lines[-1] = line
-        self.width = max(self.width, len(text))
-        self._mark(len(self.lines) - 1)
-        self._newline()
+        for i, part in enumerate(printable_lines(text)):
+            line = Text(part if i == 0 else "  " + part)
+            line.stylize(style)  # as a span: Text.render drops a Text-level base style
+            self.lines[-1] = line
+            self.width = max(self.width, line.cell_len)
+            self._mark(len(self.lines) - 1)
+            self._newline()
         self._trim()
 
     def _write(self, raw: str) -> None:
-        raw = _OTHER_C0.sub("", raw.expandtabs(8) if "\t" in raw else raw)
-        segment = self._decoder.decode_line(raw) if "\x1b" in raw else Text(raw, style=self._decoder.style)
+        raw = CONTROL_CHARACTER.sub("", raw.expandtabs(8) if "\t" in raw else raw)
+        segment = Text(raw, style=self._decoder.style)
         if not segment.plain:
             return
         line = self.lines[-1]
