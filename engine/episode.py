@@ -15,6 +15,7 @@ from typing import Callable, Literal
 from engine.agents import Agent, AgentRun, AgentStep
 from engine.config import Config
 from engine.events import AgentStepTaken, EpisodePhase, EventBus, SandboxOutput
+from engine.paths import resolve_paths
 from engine.policy.base import PolicyError
 from engine.reward import shaped_reward
 from engine.tasks import Task
@@ -92,6 +93,7 @@ def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
         image=env.docker_image,
         image_aliases=tuple(sorted(config.sandbox.docker.aliases.items())),
         warm_pool=config.sandbox.docker.warm_pool,
+        build_failures_dir=resolve_paths().build_failures_dir,
     )
 
 

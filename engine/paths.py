@@ -35,6 +35,11 @@ class Paths:
     def logs_dir(self) -> Path:
         return self.data_dir / "logs"
 
+    @property
+    def build_failures_dir(self) -> Path:
+        """Docker task-image builds that failed, by content hash (`trsi-tui sandbox rebuild` clears)."""
+        return self.data_dir / "cache" / "failed-builds"
+
     def ensure(self) -> "Paths":
         for d in (self.config_dir, self.data_dir, self.checkpoints_dir, self.logs_dir):
             d.mkdir(parents=True, exist_ok=True)

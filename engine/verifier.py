@@ -83,15 +83,20 @@ def collect_checks(logs_dir: Path, output: str) -> tuple[list[CheckResult], str]
     raise VerifierParseError(f"the verifier produced no usable results ({detail})")
 
 
-# Close the usual ways an agent's leftovers could steer a Python verifier: user site-packages
-# (usercustomize.py under /root/.local), a module in the working directory shadowing pytest
-# (`python -m pytest` puts cwd first on sys.path), and conftest.py files above /tests.
+# Close the usual ways an agent's leftovers could steer a Python verifier without changing how
+# the task's own code imports: user site-packages (usercustomize.py under /root/.local), conftest.py
+# files above /tests, pytest's cache, and (engine/verifier_guard) a module in the working directory
+# shadowing pytest itself. PYTHONSAFEPATH is not used: `python3 /app/main.py` must import the
+# modules beside main.py during verification as it does during the agent's turn.
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
-    "PYTHONSAFEPATH": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTEST_ADDOPTS": "--confcutdir=/tests -p no:cacheprovider",
 }
+GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
+GUARD_DIR = "/run/trsi-verifier-guard"
+# The guard goes in front of whatever PYTHONPATH the image sets.
+VERIFIER_COMMAND = f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
 # pytest looks for its ini file from /tests upwards, so files at the root written by the agent
 # would configure the verifier's pytest (plugins, pythonpath). The verifier does not see them.
 MASKED_FILES = ("/pytest.ini", "/pyproject.toml", "/setup.cfg", "/tox.ini", "/conftest.py", "/setup.py")
@@ -102,8 +107,9 @@ def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
     collected: Path | None = None
     try:
         run, collected = sandbox.exec_private(
-            "bash /tests/test.sh", timeout=task.verifier_timeout_sec, uploads={"/tests": task.tests_dir},
-            collect="/logs/verifier", masks=MASKED_FILES, channel="verifier", cwd="/app",
+            VERIFIER_COMMAND, timeout=task.verifier_timeout_sec,
+            uploads={"/tests": task.tests_dir, GUARD_DIR: GUARD_SOURCE},
+            collect="/logs/verifier", masks=MASKED_FILES, channel="verifier",
             env={**HARDENED_ENV, **task.verifier_env},
         )
         if run.timed_out or collected is None:

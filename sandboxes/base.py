@@ -49,6 +49,8 @@ class SandboxSpec:
     image_aliases: tuple[tuple[str, str], ...] = ()
     # Docker: how many started containers to keep ready per image and limits (0 = none).
     warm_pool: int = 0
+    # Docker: where failed task-image builds are remembered across processes (None: this process only).
+    build_failures_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,11 @@ class Sandbox(ABC):
     @property
     @abstractmethod
     def alive(self) -> bool: ...
+
+    @property
+    def workdir(self) -> str:
+        """Where the agent's shell starts (an image may set its own)."""
+        return self.spec.workdir
 
     # -- commands --------------------------------------------------------------------------
     @abstractmethod

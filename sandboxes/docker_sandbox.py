@@ -4,6 +4,11 @@ The Docker SDK drives images, containers and file transfer (put/get archive). Sh
 through `docker exec -i` so the persistent-shell protocol (sandboxes/shell.py) is the very same
 code as on the local backend. Containers carry labels; `remove_orphans()` deletes those left
 by a process that died.
+
+Where a task relies on it, a sandbox behaves as Harbor's containers do: every shell gets
+Docker's default capabilities and the image's environment (PATH included) and WORKDIR, and the
+agent runs as the image's USER. The one capability added for the verifier's private view,
+CAP_SYS_ADMIN, is taken out of every other shell's bounding set.
 """
 
 from __future__ import annotations
@@ -11,9 +16,11 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import logging
 import subprocess
 import tarfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes import private_view
@@ -24,7 +31,7 @@ from sandboxes.procs import children, descendants, kill_pids
 from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
-BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+log = logging.getLogger(__name__)
 # Kill what a shell started (not the shell): walk /proc, since task images may lack procps.
 _KILL_CHILDREN = (
     'k() { for d in /proc/[0-9]*; do p=${d#/proc/}; '
@@ -41,23 +48,85 @@ def _host_env() -> dict[str, str]:
 
 DISK_POLL_S = 0.25
 
-_DROP_CAPS = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs"]
-_image_can_isolate: dict[str, bool] = {}
-_image_lock = threading.Lock()
+# What every shell but the verifier's mount step gives up: only the capability the container
+# holds beyond Docker's defaults. Out of the bounding set, no setuid binary can get it back.
+DROP_ADDED_CAPS = ("--bounding-set=-sys_admin", "--inh-caps=-sys_admin")
+_PROBE = ("if command -v unshare && command -v setpriv && command -v mount; then echo isolate=1; "
+          "else echo isolate=0; fi; echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group")
+
+
+@dataclass(frozen=True)
+class ImageProfile:
+    """What sandboxes need to know of an image, probed once per image."""
+
+    can_isolate: bool  # has unshare, setpriv and mount: the verifier gets a private view
+    workdir: str  # the image's WORKDIR ('' when unset)
+    env_keys: frozenset[str]  # names the image's ENV sets
+    uid: int = 0  # the image's USER, resolved
+    gid: int = 0
+    home: str = "/root"
+    user_known: bool = True  # listed in /etc/passwd (supplementary groups come from there)
+
+    @property
+    def as_root(self) -> bool:
+        return self.uid == 0
+
+
+_profiles: dict[str, ImageProfile] = {}
+_profiles_lock = threading.Lock()
+
+
+def image_profile(image: str) -> ImageProfile:
+    with _profiles_lock:
+        if image not in _profiles:
+            _profiles[image] = _probe_image(image)
+        return _profiles[image]
 
 
 def image_can_isolate(image: str) -> bool:
     """Whether the image has the tools for the private verifier view (unshare, setpriv, mount)."""
-    with _image_lock:
-        if image not in _image_can_isolate:
-            try:
-                client().containers.run(image, entrypoint=["/bin/sh", "-c",
-                                        "command -v unshare && command -v setpriv && command -v mount"],
-                                        network_mode="none", remove=True)
-                _image_can_isolate[image] = True
-            except Exception:  # noqa: BLE001 - a non-zero exit or no /bin/sh: no private view
-                _image_can_isolate[image] = False
-        return _image_can_isolate[image]
+    return image_profile(image).can_isolate
+
+
+def _probe_image(image: str) -> ImageProfile:
+    try:
+        config = client().images.get(image).attrs.get("Config") or {}
+    except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
+        raise SandboxError(f"cannot inspect image {image}: {exc}") from None
+    env_keys = frozenset(e.split("=", 1)[0] for e in config.get("Env") or [])
+    workdir = config.get("WorkingDir") or ""
+    try:
+        out = client().containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], user="0:0",
+                                      network_mode="none", remove=True).decode(errors="replace")
+    except Exception:  # noqa: BLE001 - no /bin/sh, or a broken image: no private view, no user lookup
+        log.warning("probing image %s failed; it runs without the private verifier view", image, exc_info=True)
+        out = ""
+    can_isolate = "isolate=1" in out
+    passwd = out.split("---passwd", 1)[-1].split("---group", 1)[0] if "---passwd" in out else ""
+    group = out.split("---group", 1)[-1] if "---group" in out else ""
+    uid, gid, home, known = resolve_user(config.get("User") or "", passwd, group)
+    return ImageProfile(can_isolate, workdir, env_keys, uid, gid, home, known)
+
+
+def resolve_user(user: str, passwd: str, group: str) -> tuple[int, int, str, bool]:
+    """An image's USER (`name`, `uid`, `name:group`, `uid:gid`) as (uid, gid, home, in passwd)."""
+    if not user:
+        return 0, 0, "/root", True
+    name, _, grp = user.partition(":")
+    entries = [line.split(":") for line in passwd.splitlines() if line.count(":") >= 6]
+    match = next((e for e in entries if e[0] == name or (name.isdigit() and e[2] == name)), None)
+    if match is None and not name.isdigit():
+        raise SandboxError(f"the image's USER {user!r} is not in its /etc/passwd")
+    uid = int(match[2]) if match else int(name)
+    gid = int(match[3]) if match else uid
+    home = match[5] if match else "/"
+    if grp:
+        groups = [line.split(":") for line in group.splitlines() if line.count(":") >= 3]
+        g = next((e for e in groups if e[0] == grp or (grp.isdigit() and e[2] == grp)), None)
+        if g is None and not grp.isdigit():
+            raise SandboxError(f"the image's USER {user!r} names a group missing from its /etc/group")
+        gid = int(g[2]) if g else int(grp)
+    return uid, gid, home, match is not None
 
 
 class WarmPool:
@@ -167,9 +236,7 @@ class DockerSandbox(SessionSandbox):
         self._container = None
         self._session: PipeShell | None = None
         self._session_pid: str = ""
-        # True when the container holds CAP_SYS_ADMIN for the verifier's private view; then
-        # every other shell drops all capabilities with setpriv.
-        self._isolating = False
+        self._profile = ImageProfile(False, "", frozenset())
         self._events: dict[str, int] = {}
         self._watchdog: threading.Thread | None = None
         self._watching = True  # only during the agent's turn: the verifier must not be killed
@@ -183,8 +250,9 @@ class DockerSandbox(SessionSandbox):
             if not DockerSandbox._orphans_checked:
                 DockerSandbox._orphans_checked = True
                 remove_orphans()
-        image = task_image(self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases))
-        self._isolating = image_can_isolate(image)
+        image = task_image(self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases),
+                           self.spec.build_failures_dir)
+        self._profile = image_profile(image)
         key = self._pool_key(image)
         ready = POOL.take(key) if self.spec.warm_pool > 0 else None
         if ready is not None:
@@ -200,16 +268,35 @@ class DockerSandbox(SessionSandbox):
 
     def _pool_key(self, image: str) -> tuple:
         limits = self.spec.limits
-        return (image, limits, self._isolating, self.spec.workdir, self.spec.env)
+        return (image, limits, self._profile, self.spec.workdir, self.spec.env)
+
+    @property
+    def _isolating(self) -> bool:
+        """The container holds CAP_SYS_ADMIN for the verifier's private view (and every other
+        shell gives it up)."""
+        return self._profile.can_isolate
+
+    @property
+    def workdir(self) -> str:
+        """The image's WORKDIR, as under Harbor; the spec's (/app) for images that set none."""
+        return self._profile.workdir or self.spec.workdir
 
     def _create_container(self, image: str):
         limits = self.spec.limits
         mem = f"{limits.memory_mb}m"
+        p = self._profile
+        owner = f"{p.uid}:{p.gid}"
+        # As root, whatever the image's USER: a non-root user could not create these. A working
+        # directory created here belongs to the user who will work in it.
+        prepare = (f"[ -d {shell_quote(self.workdir)} ] || {{ mkdir -p {shell_quote(self.workdir)} && "
+                   f"chown {owner} {shell_quote(self.workdir)}; }}; mkdir -p /logs/agent /logs/verifier && "
+                   f"chown {owner} /logs/agent; exec sleep infinity")
         try:
             return client().containers.run(
                 image,
                 cap_add=["SYS_ADMIN"] if self._isolating else None,
-                entrypoint=["/bin/sh", "-c", f"mkdir -p {self.spec.workdir} /logs && exec sleep infinity"],
+                entrypoint=["/bin/sh", "-c", prepare],
+                user="0:0",
                 detach=True,
                 init=True,
                 hostname="sandbox",
@@ -229,7 +316,7 @@ class DockerSandbox(SessionSandbox):
     def _pooled_item(self, image: str):
         """A started container with its session shell, built for the pool by a throwaway owner."""
         holder = DockerSandbox(self.spec)
-        holder._isolating = self._isolating
+        holder._profile = self._profile
         holder._container = holder._create_container(image)
         try:
             holder._session = holder._new_session()
@@ -336,26 +423,41 @@ class DockerSandbox(SessionSandbox):
 
     # -- plumbing --------------------------------------------------------------------------
     def _exec_argv(self, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
-                   privileged: bool = False) -> list[str]:
+                   as_agent: bool = False, keep_added_caps: bool = False) -> list[str]:
+        """`docker exec` of argv. The container's environment (the image's ENV, PATH included) is
+        inherited; only what the sandbox adds is passed. Root with Docker's default capabilities
+        unless `as_agent`: then the image's USER, with its HOME. `keep_added_caps` is for the
+        verifier's mount step alone, which drops them itself."""
         if self._container is None:
             raise SandboxError("sandbox is not started")
-        merged = {"PATH": BASE_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", **dict(self.spec.env),
-                  **(env or {})}
-        flags = ["-i", "-w", cwd or "/"]
-        if privileged:
-            flags.append("--privileged")
+        p = self._profile
+        merged = {"TERM": "dumb", **({} if "LANG" in p.env_keys else {"LANG": "C.UTF-8"})}
+        if as_agent and not p.as_root:
+            merged.update(HOME=p.home, USER=str(p.uid))
+        merged.update(dict(self.spec.env))
+        merged.update(env or {})
+        flags = ["-i", "-w", cwd or self.workdir]
         for k, v in merged.items():
             flags += ["-e", f"{k}={v}"]
-        return ["docker", "exec", *flags, self._container.id, *argv]
+        if as_agent and not p.as_root and not self._isolating:
+            flags += ["-u", f"{p.uid}:{p.gid}"]  # nothing to drop: docker exec switches the user
+        return ["docker", "exec", *flags, self._container.id,
+                *(argv if keep_added_caps else self._drop_added(argv, as_agent))]
 
-    def _unprivileged(self, argv: list[str]) -> list[str]:
-        return [*_DROP_CAPS, *argv] if self._isolating else argv
+    def _drop_added(self, argv: list[str], as_agent: bool) -> list[str]:
+        if not self._isolating:
+            return argv
+        p = self._profile
+        user: list[str] = []
+        if as_agent and not p.as_root:
+            user = [f"--reuid={p.uid}", f"--regid={p.gid}", "--init-groups" if p.user_known else "--clear-groups"]
+        return ["setpriv", *DROP_ADDED_CAPS, *user, *argv]
 
     def _emitter(self, channel: Channel):
         return lambda text: self.emit(OutputChunk(channel, "output", text))
 
     def _new_session(self) -> PipeShell:
-        shell = PipeShell(self._exec_argv(self._unprivileged(["bash", "--noprofile", "--norc"]), cwd=self.spec.workdir),
+        shell = PipeShell(self._exec_argv(["bash", "--noprofile", "--norc"], as_agent=True),
                           _host_env(),
                           self._emitter("agent"), self._interrupt_session)
         probe = shell.run("echo $$", timeout=30)
@@ -374,9 +476,9 @@ class DockerSandbox(SessionSandbox):
              env: dict[str, str] | None = None) -> ExecResult:
         self.emit(OutputChunk(channel, "command", command))
         # `timeout` inside the container: killing the docker CLI alone would leave the command running.
-        argv = self._exec_argv(self._unprivileged(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
-                                                    "bash", "--noprofile", "--norc", "-c", command]),
-                               cwd=cwd or self.spec.workdir, env=env)
+        argv = self._exec_argv(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
+                                "bash", "--noprofile", "--norc", "-c", command],
+                               cwd=cwd, env=env, as_agent=channel == "agent")
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel))
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
@@ -385,15 +487,17 @@ class DockerSandbox(SessionSandbox):
                      masks: tuple[str, ...] = (), channel: Channel = "verifier", cwd: str | None = None,
                      env: dict[str, str] | None = None) -> tuple[ExecResult, Path | None]:
         """The private verifier view: this exec alone keeps CAP_SYS_ADMIN, only to mount, and drops
-        it before the command runs. Images without unshare/setpriv use the shared view."""
+        it before the command runs, keeping Docker's defaults as any other root shell does. The
+        verifier runs as root. Images without unshare/setpriv use the shared view."""
         if not self._isolating:
             return super().exec_private(command, timeout, uploads=uploads, collect=collect, masks=masks,
                                         channel=channel, cwd=cwd, env=env)
         run = private_view.build(command, uploads=uploads, collect=collect, masks=masks,
-                                 cwd=cwd or self.spec.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=1)
+                                 cwd=cwd or self.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=1,
+                                 drop=DROP_ADDED_CAPS)
         argv = self._exec_argv(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
                                 "unshare", "--mount", "--propagation", "private", "sh", "-c", run.script],
-                               env=env)
+                               env=env, keep_added_caps=True)
         self.emit(OutputChunk(channel, "command", command))
         collected = bytearray()
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar,

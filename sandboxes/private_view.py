@@ -3,7 +3,7 @@
 `build(...)` returns a POSIX sh script and the tar of the uploads it expects on stdin. Run it
 with CAP_SYS_ADMIN inside `unshare --mount --propagation private`: it mounts fresh tmpfs at
 every upload destination and at the collect directory, covers masked files, unpacks the uploads,
-runs the command with all capabilities dropped, then writes a tar of the collect directory to
+runs the command with capabilities dropped (`drop`), then writes a tar of the collect directory to
 the file descriptor `collect_fd`. Processes outside the namespace (the agent's leftovers) see
 none of it.
 """
@@ -21,6 +21,9 @@ from sandboxes.base import ExecResult, SandboxError
 from sandboxes.shell import shell_quote
 
 SETUP_FAILED = 96
+# The local backend's verifier keeps no capability at all (it never needs one: its sandbox root
+# is an unprivileged uid); the Docker backend passes its own, narrower drop.
+DROP_ALL_CAPS = ("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs")
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,9 @@ class PrivateRun:
 
 def build(
     command: str, *, uploads: dict[str, Path], collect: str, masks: tuple[str, ...], cwd: str,
-    size_mb: int, collect_fd: int,
+    size_mb: int, collect_fd: int, drop: tuple[str, ...] = DROP_ALL_CAPS,
 ) -> PrivateRun:
+    """`drop`: the setpriv flags the command runs under once the view is mounted."""
     dirs = [*uploads, collect]
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -58,8 +62,8 @@ def build(
     parent, name = os.path.split(collect.rstrip("/"))
     lines += [
         f"tar -x --no-same-owner -C / || exit {SETUP_FAILED}",
-        "setpriv --bounding-set=-all --inh-caps=-all --no-new-privs "
-        f"/bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null {keep_collect_clean}",
+        f"setpriv {' '.join(drop)} /bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null "
+        f"{keep_collect_clean}",
         "rc=$?",
         f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&{collect_fd}",
         "exit $rc",

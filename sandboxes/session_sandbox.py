@@ -27,7 +27,7 @@ class SessionSandbox(Sandbox):
                 raise SandboxError(f"{self.backend_name} sandbox died during the command")
             self._session = self._new_session()
             result = ExecResult(
-                result.output + f"\n[trsi: the shell exited; a new shell was started in {self.spec.workdir}]\n",
+                result.output + f"\n[trsi: the shell exited; a new shell was started in {self.workdir}]\n",
                 result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
             )
         self.emit(OutputChunk("agent", "exit", result.status_text))
