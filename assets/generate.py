@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
-from engine.canary import CANARY  # noqa: E402
+from engine.tasks.canary import CANARY  # noqa: E402
 
 TASKS_DIR = ROOT / "tasks"
 # Instances 0 and 1 of each family go to train, instance 2 to eval.

@@ -26,14 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.agents import OracleAgent  # noqa: E402
-from engine.config import parse_config  # noqa: E402
-from engine.paths import builtin_tasks_dir  # noqa: E402
-from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
-from engine.tasks import load_suite  # noqa: E402
-from timing import ms, pct  # noqa: E402
-from sandboxes import SandboxSpec, create_sandbox  # noqa: E402
-from sandboxes.docker_sandbox import POOL  # noqa: E402
+from timing import ms, pct
+
+from engine.config import parse_config
+from engine.paths import builtin_tasks_dir
+from engine.rollout.agents import OracleAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.tasks import load_suite
+from sandboxes import SandboxSpec, create_sandbox
+from sandboxes.docker_sandbox import POOL
 
 
 def start_to_ready(n: int, warm: int) -> list[float]:

@@ -31,12 +31,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.agents import OracleAgent  # noqa: E402
-from engine.config import parse_config  # noqa: E402
-from engine.paths import builtin_tasks_dir  # noqa: E402
-from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
-from engine.tasks import load_suite  # noqa: E402
-from sandboxes.docker_images import BASE_IMAGE  # noqa: E402
+from engine.config import parse_config
+from engine.paths import builtin_tasks_dir
+from engine.rollout.agents import OracleAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.tasks import load_suite
+from sandboxes.docker_images import BASE_IMAGE
 
 
 def prepare(tasks, root: Path) -> list[Path]:

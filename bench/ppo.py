@@ -62,9 +62,10 @@ def worker(args) -> None:
 
     from engine.config import RprConfig
     from engine.policy.spec import trainable_weights
-    from engine.rpr.actor_critic import ActorCritic, LoraShape
+    from engine.rpr.actor_critic import ActorCritic
     from engine.rpr.ppo import make_optimizers, ppo_update
-    from engine.rsr.sft import release_freed_memory
+    from engine.training.loader import LoraShape
+    from engine.training.memory import release_freed_memory
 
     torch.manual_seed(0)
     release_freed_memory()

@@ -22,13 +22,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import Config  # noqa: E402
-from engine.harnesses import get_harness  # noqa: E402
-from engine.model_agent import ModelAgent  # noqa: E402
-from engine.paths import builtin_tasks_dir  # noqa: E402
-from engine.policy import load_policy  # noqa: E402
-from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
-from engine.tasks import load_suite  # noqa: E402
+from engine.config import Config
+from engine.paths import builtin_tasks_dir
+from engine.policy import load_policy
+from engine.rollout.harnesses import get_harness
+from engine.rollout.model_agent import ModelAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.tasks import load_suite
 
 
 def raw_generation_seconds(policy, steps) -> tuple[float, int]:

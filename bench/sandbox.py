@@ -23,14 +23,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.agents import OracleAgent  # noqa: E402
-from engine.config import Config  # noqa: E402
-from engine.paths import builtin_tasks_dir  # noqa: E402
-from engine.runner import EpisodeJob, EpisodeRunner  # noqa: E402
-from engine.tasks import load_suite  # noqa: E402
-from timing import ms  # noqa: E402
-from sandboxes import Limits, SandboxSpec, create_sandbox  # noqa: E402
-from sandboxes.local import _userland_binds, bwrap_path  # noqa: E402
+from timing import ms
+
+from engine.config import Config
+from engine.paths import builtin_tasks_dir
+from engine.rollout.agents import OracleAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.tasks import load_suite
+from sandboxes import Limits, SandboxSpec, create_sandbox
+from sandboxes.local import _userland_binds, bwrap_path
 
 
 def bench_start(n: int) -> list[float]:

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 
 def make_samples(tokenizer_policy, repeat: int):
-    from engine.harnesses import get_harness
     from engine.paths import builtin_tasks_dir
-    from engine.rsr.dataset import Provenance, Sample
+    from engine.rollout.harnesses import get_harness
+    from engine.store.records import Provenance, Sample
     from engine.tasks import load_suite
 
     harness = get_harness("xml-bash")
@@ -69,7 +69,7 @@ def run_trl(base: str, samples, args) -> dict:
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
-    from engine.rsr.sft import LORA_TARGETS
+    from engine.training.loader import LORA_TARGETS
 
     kwargs = {"dtype": torch.float32}
     if not args.no_4bit:

@@ -28,13 +28,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from timing import ms  # noqa: E402
-from engine.api import Engine  # noqa: E402
-from engine.config import Config  # noqa: E402
-from engine.events import EpisodeStarted, RunStarted, SandboxOutput  # noqa: E402
-from engine.store import Store  # noqa: E402
-from trsi_tui.app import create_app  # noqa: E402
-from trsi_tui.widgets.shell_pane import ShellPane  # noqa: E402
+from timing import ms
+
+from engine.api import Engine
+from engine.config import Config
+from engine.events import EpisodeStarted, RunStarted, SandboxOutput
+from engine.store import Store
+from trsi_tui.app import create_app
+from trsi_tui.widgets.shell_pane import ShellPane
 
 KEY_TIMEOUT_S = 2.0
 LINE = "\x1b[32m{i:>7}\x1b[0m  compiling module_{i} ... ok  [" + "#" * 24 + "]\n"

@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.agents import make_agent
 from engine.config import Config, load_config
-from engine.episode import EpisodeResult
 from engine.events import EventBus
 from engine.paths import Paths, builtin_tasks_dir, resolve_paths
-from engine.runner import EpisodeJob, EpisodeRunner, summarize
+from engine.results import EpisodeResult
+from engine.rollout.agents import make_agent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner, summarize
+from engine.rollout.validation import TaskCheck, check_suites
+from engine.stage import StageContext
 from engine.store import Store
 from engine.tasks import Suite, load_suite
-from engine.validation import TaskCheck, check_suites
 from sandboxes import preflight
 
 
@@ -112,9 +113,9 @@ class Engine:
                                  + (f" (split {split})" if split else ""))
             chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
-            from engine.harnesses import get_harness
-            from engine.model_agent import ModelAgent
             from engine.policy import PolicyError, load_policy
+            from engine.rollout.harnesses import get_harness
+            from engine.rollout.model_agent import ModelAgent
 
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
@@ -139,17 +140,23 @@ class Engine:
         )
         return EvalReport(run_id, results, summarize(results)), suite
 
+    def stage_context(self, *, tasks: str | Path | None, backend: str | None, concurrency: int | None,
+                      seed: int = 0) -> StageContext:
+        """What the stages built here work with; the one place they are given a store, bus and paths."""
+        return StageContext(
+            config=self.config, store=self.store, bus=self.bus, backend=backend or self.config.sandbox.backend,
+            checkpoints_dir=(self.paths or resolve_paths(None)).checkpoints_dir, tasks=self.suite_path(tasks),
+            concurrency=concurrency or self.config.eval.concurrency, seed=seed,
+            should_stop=lambda: self._stop_requested)
+
     def rsr_round(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
                   concurrency: int | None = None, seed: int = 0, **overrides):
         """Run (or resume) RSR round `round`; `overrides` replace keys of the config's [rsr] section."""
         from engine.rsr.round import RsrRound
 
         settings = self.config.rsr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        return self._run_work(lambda checkpoints, stop: RsrRound(
-            round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
-            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
-            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings, should_stop=stop,
-        ), backend)
+        ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency, seed=seed)
+        return self._run_work(lambda: RsrRound(ctx, round=round, model=model, settings=settings), ctx.backend)
 
     def rpr_stage(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
                   concurrency: int | None = None, seed: int = 0, critic_from: str | Path | None = None,
@@ -158,30 +165,23 @@ class Engine:
         from engine.rpr.stage import RprStage
 
         settings = self.config.rpr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        return self._run_work(lambda checkpoints, stop: RprStage(
-            round=round, model=model, tasks=self.suite_path(tasks), config=self.config, store=self.store,
-            bus=self.bus, backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
-            concurrency=concurrency or self.config.eval.concurrency, seed=seed, settings=settings,
-            critic_from=Path(critic_from) if critic_from else None, should_stop=stop,
-        ), backend)
+        ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency, seed=seed)
+        return self._run_work(lambda: RprStage(ctx, round=round, model=model, settings=settings,
+                                               critic_from=Path(critic_from) if critic_from else None), ctx.backend)
 
     def pipeline(self, *, tasks: str | Path | None = None, backend: str | None = None,
                  concurrency: int | None = None, stop_after: str | None = None):
         """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config."""
-        from engine.pipeline import Pipeline
+        from engine.pipeline.pipeline import Pipeline
 
-        return self._run_work(lambda checkpoints, stop: Pipeline(
-            config=self.config, store=self.store, bus=self.bus, tasks=self.suite_path(tasks),
-            backend=backend or self.config.sandbox.backend, checkpoints_dir=checkpoints,
-            concurrency=concurrency or self.config.eval.concurrency, should_stop=stop, stop_after=stop_after,
-        ), backend)
+        ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency)
+        return self._run_work(lambda: Pipeline(ctx, stop_after=stop_after), ctx.backend)
 
-    def _run_work(self, build, backend: str | None):
-        """Build long, resumable work with `build(checkpoints_dir, should_stop)`, run it, and keep it
-        reachable by `cancel` while it runs."""
-        preflight(backend or self.config.sandbox.backend)
+    def _run_work(self, build, backend: str):
+        """Build long, resumable work with `build()`, run it, and keep it reachable by `cancel`."""
+        preflight(backend)
         self._stop_requested = False
-        self._work = build((self.paths or resolve_paths(None)).checkpoints_dir, lambda: self._stop_requested)
+        self._work = build()
         try:
             return self._work.run()
         finally:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Union
+from typing import Callable, Union
 
-if TYPE_CHECKING:
-    from engine.agents import AgentStep
-    from engine.episode import EpisodeResult
+from engine.results import AgentStep, EpisodeResult
 
 
 @dataclass(frozen=True)

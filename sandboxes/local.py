@@ -18,11 +18,9 @@ import json
 import os
 import secrets
 import shutil
-
 import subprocess
 import tarfile
 import threading
-
 from pathlib import Path
 
 from sandboxes import private_view

@@ -70,10 +70,17 @@ def store(tmp_path: Path) -> Store:
     s.close()
 
 
+@pytest.fixture(scope="session")
+def _session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("trsi-cache")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # No test may touch the developer's real config or database.
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _session_cache: Path) -> None:
+    # No test may touch the developer's real config, database or caches; the caches (a converted
+    # bundled model, imported tasks) are shared within the session, since they only cost time.
     monkeypatch.setenv("TRSI_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TRSI_CACHE_HOME", str(_session_cache))
 
 
 def _docker_ready() -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from engine.store import Store
-from trsi_tui.cli import cli
 from tests.conftest import EXAMPLE_TASK, write_task
+from trsi_tui.cli import cli
 
 
 def invoke(*args: str, home: Path):
@@ -52,9 +52,9 @@ def test_eval_json_contract_and_storage(tmp_path: Path):
     assert result["task"] == "count-lines" and result["success"] is False
     assert data["summary"]["success_rate"] == 0.0
     store = Store(tmp_path / "trsi.db")
-    (run,) = store.runs()
+    (run,) = store.runs.list()
     assert run.kind == "eval" and run.status == "finished"
-    assert store.episodes(run.id)[0].checks_total == 3
+    assert store.runs.episodes(run.id)[0].checks_total == 3
 
 
 def test_eval_split_and_concurrency(tmp_path: Path):
@@ -107,7 +107,7 @@ def test_eval_reports_pass_at_k_with_an_interval_and_compares_runs(tmp_path: Pat
     assert set(summary["pass_at_k"]) == {"1", "2", "3", "4"}
     assert "per task" in r.output and "pass@1 1.000" in r.output
     assert invoke("eval", "--agent", "nop", "--split", "eval", "-j", "4", home=tmp_path).exit_code == 0
-    runs = [run.id for run in Store(tmp_path / "trsi.db").runs()]
+    runs = [run.id for run in Store(tmp_path / "trsi.db").runs.list()]
     cmp = invoke("eval", "compare", runs[0], runs[1], home=tmp_path)
     assert cmp.exit_code == 0 and "16 shared tasks" in cmp.output and "difference +1.000" in cmp.output
     assert "no stored run" in invoke("eval", "compare", "nope", runs[0], home=tmp_path).output
@@ -123,14 +123,14 @@ def test_rsr_run_refuses_models_it_cannot_train_and_a_changed_model_on_resume(tm
     assert r.exit_code == 1 and "needs transformers weights" in r.output
     r = invoke("rsr", "run", "--round", "1", "--model", "gguf:/no/such.gguf", home=tmp_path)
     assert r.exit_code == 1 and "GGUF file not found" in r.output
-    Store(tmp_path / "trsi.db").put_rsr_round(1, model="hf:/some/model", tasks_path="x", settings="{}",
+    Store(tmp_path / "trsi.db").rsr.put_round(1, model="hf:/some/model", tasks_path="x", settings="{}",
                                                stage="explore", checkpoint="", detail="")
     r = invoke("rsr", "run", "--round", "1", "--model", "bundled:smollm2-135m", home=tmp_path)
     assert r.exit_code == 1 and "was started with model 'hf:/some/model'" in r.output
     r = invoke("rsr", "run", "--round", "2", "--model", "bundled:smollm2-135m", "--harness", "xml-bash",
                "--tasks", str(tmp_path / "nowhere"), home=tmp_path)
     assert r.exit_code == 1 and "no tasks" in r.output
-    assert Store(tmp_path / "trsi.db").rsr_round(2) is None  # nothing recorded for a round that never started
+    assert Store(tmp_path / "trsi.db").rsr.round(2) is None  # nothing recorded for a round that never started
 
 
 def test_rpr_run_refuses_a_model_it_cannot_train_and_unknown_harnesses(tmp_path: Path):

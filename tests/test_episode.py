@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.agents import NopAgent, OracleAgent
 from engine.config import Config
-from engine.episode import run_episode
 from engine.events import EpisodePhase, EventBus, SandboxOutput
+from engine.rollout.agents import NopAgent, OracleAgent
+from engine.rollout.episode import run_episode
 from engine.tasks import load_task
 from tests.conftest import EXAMPLE_TASK, ctrf_test, write_task
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.agents import NopAgent, OracleAgent
 from engine.config import Config, parse_config
-from engine.episode import run_episode
+from engine.rollout.agents import NopAgent, OracleAgent
+from engine.rollout.episode import run_episode
 from engine.tasks import load_task
 from sandboxes.docker_images import BASE_IMAGE, LABEL, PYTHON_IMAGE, client, image_exists, trust_ca_bundle
 from trsi_tui.cli import cli
@@ -136,8 +136,8 @@ def test_a_base_image_that_would_have_to_be_pulled_is_refused_before_building(tm
     task = tmp_path / "unaliased"
     (task / "environment").mkdir(parents=True)
     (task / "environment" / "Dockerfile").write_text("FROM example.org/nothing:1 AS build\nFROM build\n")
-    from sandboxes.docker_images import build_task_image
     from sandboxes import SandboxError
+    from sandboxes.docker_images import build_task_image
 
     with pytest.raises(SandboxError, match="'example.org/nothing:1' is not available locally.*add an alias"):
         build_task_image(task / "environment", {})

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import OracleAgent
 from engine.config import Config, parse_config
-from engine.episode import EpisodeResult, run_episode
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.results import EpisodeResult
+from engine.rollout.agents import OracleAgent
+from engine.rollout.episode import run_episode
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.tasks import load_task
 from tests.conftest import ctrf_test, write_task
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.harnesses import HARNESSES, get_harness
-from engine.harnesses.base import StepResult, Turn, truncate_middle
-from engine.harnesses.base import Command
+from engine.rollout.harnesses import HARNESSES, get_harness
+from engine.rollout.harnesses.base import Command, StepResult, Turn, truncate_middle
 
 GARBAGE = ["", "   ", "I think we should list the files.", "{{{{", "}", "<bash>", "```json\n{\"commands\": [",
            "\x00\x01\x02", "null", "[]", "{\"commands\": 7}", "<tool_call>{not json}</tool_call>",

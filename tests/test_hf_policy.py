@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from engine.config import Config
-from engine.harnesses import get_harness
-from engine.model_agent import ModelAgent
 from engine.policy import PolicyError, load_policy, parse_model_spec
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.rollout.harnesses import get_harness
+from engine.rollout.model_agent import ModelAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.store import Store
 from engine.tasks import load_task
 from tests.conftest import EXAMPLE_TASK
@@ -113,8 +113,8 @@ def test_a_real_episode_with_transformers_is_recorded_token_for_token(hf, tmp_pa
     _, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
                               tasks_path="x", concurrency=1)
     assert result.scored and result.model == "hf:bundled:smollm2-135m"
-    ids, mask = store.episode_tokens(result.episode_id)
-    assert [t for t, m in zip(ids, mask) if m] == [t for s in store.steps(result.episode_id) for t in s.token_ids]
+    ids, mask = store.runs.episode_tokens(result.episode_id)
+    assert [t for t, m in zip(ids, mask) if m] == [t for s in store.runs.steps(result.episode_id) for t in s.token_ids]
 
 
 @pytest.mark.slow

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import AgentRun
 from engine.config import Config
-from engine.episode import run_episode
-from engine.harnesses import get_harness
-from engine.model_agent import ModelAgent
 from engine.policy import PolicyError, parse_model_spec
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.rollout.agents import AgentRun
+from engine.rollout.episode import run_episode
+from engine.rollout.harnesses import get_harness
+from engine.rollout.model_agent import ModelAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.rollout.token_buffer import TokenBuffer, check_prefix_preserving
 from engine.store import Store
 from engine.tasks import load_task
-from engine.token_buffer import TokenBuffer, check_prefix_preserving
 from tests.conftest import EXAMPLE_TASK
 
 if not os.environ.get("CI"):  # in CI they always run: .ci/setup installs the model backend
@@ -67,9 +67,9 @@ def test_a_real_episode_is_recorded_token_for_token(policy, harness: str, tmp_pa
     run_id, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval",
                                    agent_label="model", tasks_path="x", concurrency=1)
     assert result.scored and result.stop_reason in {"done", "turn_limit", "token_budget", "agent_timeout"}
-    steps = store.steps(result.episode_id)
+    steps = store.runs.steps(result.episode_id)
     assert steps and len(steps) == len(result.steps)
-    ids, mask = store.episode_tokens(result.episode_id)
+    ids, mask = store.runs.episode_tokens(result.episode_id)
     sampled = [t for t, m in zip(ids, mask) if m]
     # The buffer's sampled tokens are exactly what the model generated, step after step.
     assert sampled == [t for s in steps for t in s.token_ids]
@@ -148,7 +148,7 @@ def test_recorded_logits_are_the_sampling_row(policy):
 def test_export_jsonl_and_atif_carry_tokens_and_outcome(policy, tmp_path: Path):
     import json
 
-    from engine.export import export_run
+    from engine.store.export import export_run
 
     store = Store(tmp_path / "db.sqlite")
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
@@ -215,10 +215,10 @@ def test_an_openai_compatible_server_acts_through_a_harness(llama_server: str, t
     _, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
                               tasks_path="x", concurrency=1)
     assert result.scored and len(result.steps) == 2 and result.model.startswith("openai:")
-    steps = store.steps(result.episode_id)
+    steps = store.runs.steps(result.episode_id)
     assert all(s.action_text for s in steps) and all(s.prompt_tokens > 0 for s in steps)
     assert all(s.logprobs and all(lp <= 0 for lp in s.logprobs) for s in steps)
-    assert store.episode_tokens(result.episode_id) == ([], [])  # no buffer without the server's tokenizer
+    assert store.runs.episode_tokens(result.episode_id) == ([], [])  # no buffer without the server's tokenizer
 
 
 def test_an_unreachable_server_is_an_infrastructure_error():

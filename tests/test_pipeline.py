@@ -15,16 +15,17 @@ import pytest
 
 from engine.config import Config, PipelineConfig, RprConfig, RsrConfig, SftSection
 from engine.events import EventBus
-from engine.metrics import PIPELINE_STAGES
 from engine.store import Store
+from engine.store.records import PIPELINE_STAGES
 from tests.conftest import write_task
 
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
     pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
 
-from engine.pipeline import Pipeline  # noqa: E402
-from tests.test_rsr_round import ScriptedModel, runbook  # noqa: E402
+from engine.pipeline.pipeline import Pipeline
+from engine.stage import StageContext
+from tests.test_rsr_round import ScriptedModel, runbook
 
 pytestmark = pytest.mark.slow
 
@@ -52,21 +53,22 @@ def suite(root: Path) -> Path:
 
 
 def make(home: Path, real_policy, store: Store, stop=None) -> Pipeline:
-    return Pipeline(config=CONFIG, store=store, bus=EventBus(), tasks=suite(home / "suite"), backend="local",
-                    checkpoints_dir=home / "ckpt", concurrency=1, should_stop=stop,
-                    policy_loader=lambda spec: ScriptedModel(real_policy, runbook))
+    return Pipeline(StageContext(config=CONFIG, store=store, bus=EventBus(), tasks=suite(home / "suite"),
+                                 backend="local", checkpoints_dir=home / "ckpt", concurrency=1,
+                                 should_stop=stop or (lambda: False),
+                                 policy_loader=lambda spec: ScriptedModel(real_policy, runbook)))
 
 
 def summary(store: Store, home: Path) -> dict:
     """The final state, with this home's directory taken out of paths."""
     stages = {n: (s.status, s.pass_at_1, s.ci_low, s.ci_high, s.checkpoint.replace(str(home), "HOME"))
-              for n, s in store.stages().items()}
+              for n, s in store.stages.all().items()}
     kinds: dict[str, int] = {}
-    for r in store.runs(200):
-        kinds[r.kind] = kinds.get(r.kind, 0) + len(store.episodes(r.id))
-    return {"stages": stages, "episodes": kinds, "samples": [len(store.samples(r)) for r in (1, 2)],
-            "rpr": [store.rpr_run(r)["iteration"] for r in (1, 2)],
-            "lineage": {n: json.loads(s.lineage.replace(str(home), "HOME"))["kind"] for n, s in store.stages().items()}}
+    for r in store.runs.list(200):
+        kinds[r.kind] = kinds.get(r.kind, 0) + len(store.runs.episodes(r.id))
+    return {"stages": stages, "episodes": kinds, "samples": [len(store.rsr.samples(r)) for r in (1, 2)],
+            "rpr": [store.rpr.run(r).iteration for r in (1, 2)],
+            "lineage": {n: json.loads(s.lineage.replace(str(home), "HOME"))["kind"] for n, s in store.stages.all().items()}}
 
 
 def test_a_pipeline_killed_mid_stage_resumes_to_the_same_final_state(tmp_path: Path, real_policy):
@@ -90,7 +92,7 @@ def test_a_pipeline_killed_mid_stage_resumes_to_the_same_final_state(tmp_path: P
     store = Store(tmp_path / "b.sqlite")
     # Killed during RPR-1: after the first rollout of its second (joint) round is stored.
     with pytest.raises(InterruptedError):
-        make(tmp_path / "b", real_policy, store, stop=lambda: len(store.rpr_jobs(1, 1)) >= 1).run()
-    assert store.stages()["RPR-1"].status == "pending" and "RSR-2" not in store.stages()
+        make(tmp_path / "b", real_policy, store, stop=lambda: len(store.rpr.jobs(1, 1)) >= 1).run()
+    assert store.stages.all()["RPR-1"].status == "pending" and "RSR-2" not in store.stages.all()
     make(tmp_path / "b", real_policy, store).run()
     assert summary(store, tmp_path / "b") == summary(straight_store, tmp_path / "a")

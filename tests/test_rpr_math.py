@@ -8,10 +8,20 @@ import pytest
 if not os.environ.get("CI"):
     pytest.importorskip("torch", reason="PPO needs the hf extra (installed by .ci/setup)")
 
-import torch  # noqa: E402
+import torch
 
-from engine.rpr.ppo_math import (entropy_from_logits, explained_variance, gae, kl_k1, kl_k3,  # noqa: E402
-                                 masked_mean, masked_whiten, policy_loss, terminal_rewards, value_loss)
+from engine.rpr.ppo_math import (
+    entropy_from_logits,
+    explained_variance,
+    gae,
+    kl_k1,
+    kl_k3,
+    masked_mean,
+    masked_whiten,
+    policy_loss,
+    terminal_rewards,
+    value_loss,
+)
 
 
 def t(*rows):

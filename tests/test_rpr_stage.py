@@ -23,9 +23,10 @@ if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
     pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
 
-import torch  # noqa: E402
+import torch
 
-from engine.rpr.stage import RprStage  # noqa: E402
+from engine.rpr.stage import RprStage
+from engine.stage import StageContext
 
 
 class SeededScript(LocalPolicy):
@@ -76,10 +77,10 @@ def make_stage(tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None
     suite = tmp_path / "suite"
     if not suite.exists():
         write_task(suite, "hello-a")
-    stage = Recording(round=1, model="bundled:smollm2-135m", tasks=suite, config=Config(), store=store,
-                      bus=bus or EventBus(), backend="local", checkpoints_dir=tmp_path / "ckpt", concurrency=1,
-                      settings=settings(**overrides), should_stop=stop,
-                      policy_loader=lambda spec: SeededScript(real_policy))
+    ctx = StageContext(config=Config(), store=store, bus=bus or EventBus(), backend="local",
+                       checkpoints_dir=tmp_path / "ckpt", tasks=suite, concurrency=1,
+                       should_stop=stop or (lambda: False), policy_loader=lambda spec: SeededScript(real_policy))
+    stage = Recording(ctx, round=1, model="bundled:smollm2-135m", settings=settings(**overrides))
     stage.snapshots = []
     return stage
 
@@ -112,15 +113,15 @@ def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpoi
     assert "warmup" in phases and "joint" in phases and phases[-1] == "done"
 
     # Rewards: two episodes per round, one right (1.0) and one with partial credit (0.5 * 1/2).
-    rewards = [p.value for p in store.metrics("rpr-1", "rpr/reward")]
+    rewards = [p.value for p in store.metrics.points("rpr-1", "rpr/reward")]
     assert rewards == pytest.approx([0.625, 0.625, 0.625])
-    assert [p.value for p in store.metrics("rpr-1", "rpr/warmup")] == [1.0, 1.0, 0.0]
-    assert [p.step for p in store.metrics("rpr-1", "ppo/value_loss")] == [1, 2, 3]
-    assert [p.step for p in store.metrics("rpr-1", "ppo/explained_variance")] == [1, 2, 3]
-    assert [p.step for p in store.metrics("rpr-1", "ppo/kl")] == [3]  # the actor is only compared once it trains
-    ev = [p.value for p in store.metrics("rpr-1", "ppo/explained_variance")]
+    assert [p.value for p in store.metrics.points("rpr-1", "rpr/warmup")] == [1.0, 1.0, 0.0]
+    assert [p.step for p in store.metrics.points("rpr-1", "ppo/value_loss")] == [1, 2, 3]
+    assert [p.step for p in store.metrics.points("rpr-1", "ppo/explained_variance")] == [1, 2, 3]
+    assert [p.step for p in store.metrics.points("rpr-1", "ppo/kl")] == [3]  # the actor is only compared once it trains
+    ev = [p.value for p in store.metrics.points("rpr-1", "ppo/explained_variance")]
     assert ev[0] == pytest.approx(0.0)  # an untrained critic (V = 0 everywhere) explains nothing
-    value_loss = [p.value for p in store.metrics("rpr-1", "ppo/value_loss")]
+    value_loss = [p.value for p in store.metrics.points("rpr-1", "ppo/value_loss")]
     assert value_loss[-1] < value_loss[0]  # the same rollouts each round: the critic's error falls
 
     # The checkpoint: both adapters, the value head and the trainer state; the actor is served by llama.cpp.
@@ -130,7 +131,8 @@ def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpoi
     saved = torch.load(latest / "value_head.pt", weights_only=True)
     assert torch.equal(saved["weight"], joint["value_head"])
     from engine.policy.spec import resolve_hf_base
-    from engine.rpr.actor_critic import ActorCritic, LoraShape
+    from engine.rpr.actor_critic import ActorCritic
+    from engine.training.loader import LoraShape
 
     restored = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=latest / "actor",
                                 critic_adapter=latest / "critic", value_head=latest / "value_head.pt",
@@ -142,7 +144,7 @@ def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpoi
     assert state["cursor"] == 3 and state["global_step"] == 3 and len(state["optimizers"]) == 2
     assert report.checkpoint == f"bundled:smollm2-135m+lora={latest / 'actor.gguf'}"
     assert report.iterations == 3 and report.episodes == 6
-    assert store.rpr_run(1)["status"] == "done"
+    assert store.rpr.run(1).status == "done"
 
 
 def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: Path, real_policy):
@@ -151,16 +153,16 @@ def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: P
 
     store = Store(tmp_path / "b.sqlite")
     # Stops during round 2's rollouts, after its first episode is stored (round 1 is checkpointed).
-    killed = make_stage(tmp_path / "b", real_policy, store=store, stop=lambda: len(store.rpr_jobs(1, 1)) >= 1)
+    killed = make_stage(tmp_path / "b", real_policy, store=store, stop=lambda: len(store.rpr.jobs(1, 1)) >= 1)
     with pytest.raises(InterruptedError):
         killed.run()
-    assert killed.latest().name == "iter-001" and len(store.rpr_jobs(1, 1)) == 1
+    assert killed.latest().name == "iter-001" and len(store.rpr.jobs(1, 1)) == 1
     resumed = make_stage(tmp_path / "b", real_policy, store=store)
     report = resumed.run()
     # Nothing lost, nothing repeated: 3 rounds x 2 rollouts, the stored one reused.
-    episodes = [e for r in store.runs(50) if r.kind == "rpr-rollout" for e in store.episodes(r.id)]
+    episodes = [e for r in store.runs.list(50) if r.kind == "rpr-rollout" for e in store.runs.episodes(r.id)]
     assert len(episodes) == 6 and report.episodes == 6
-    assert [len(store.rpr_jobs(1, i)) for i in range(3)] == [2, 2, 2]
+    assert [len(store.rpr.jobs(1, i)) for i in range(3)] == [2, 2, 2]
     # Optimizer, scheduler, RNG and cursor came back: the resumed stage ends on the same weights.
     final_a, final_b = straight.snapshots[-1], resumed.snapshots[-1]
     assert final_a.keys() == final_b.keys()
@@ -182,9 +184,10 @@ def test_infrastructure_failures_are_left_out_of_the_loss_not_scored_zero():
 @pytest.mark.parametrize("kl_mode", ["loss", "reward"])
 def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_policy, kl_mode):
     from engine.policy.spec import resolve_hf_base
-    from engine.rpr.actor_critic import ACTOR, ActorCritic, LoraShape
+    from engine.rpr.actor_critic import ACTOR, ActorCritic
     from engine.rpr.ppo import make_optimizers, ppo_update
     from engine.rpr.rollouts import Rollout
+    from engine.training.loader import LoraShape
 
     prompt = real_policy.tokenize_chat([{"role": "user", "content": "Write hello to /app/out.txt."}],
                                        add_generation_prompt=True)

@@ -7,12 +7,13 @@ import os
 import pytest
 
 from engine.config import Config
-from engine.episode import run_episode
-from engine.harnesses import get_harness
-from engine.model_agent import ModelAgent, without_guidance
-from engine.rsr.dataset import Provenance, build_sample, deduplicate
+from engine.rollout.episode import run_episode
+from engine.rollout.harnesses import get_harness
+from engine.rollout.model_agent import ModelAgent, without_guidance
+from engine.rollout.token_buffer import TokenBuffer
+from engine.rsr.dataset import build_sample, deduplicate
+from engine.store.records import Provenance
 from engine.tasks import load_task
-from engine.token_buffer import TokenBuffer
 from tests.conftest import EXAMPLE_TASK
 from tests.tui_data import CLEAN_RUNBOOK_TEXT
 

@@ -23,8 +23,8 @@ def exported(tmp_path_factory):
     from transformers import AutoModelForCausalLM
 
     from engine.policy.spec import resolve_hf_base
-    from engine.rsr.gguf_export import export_lora_gguf
-    from engine.rsr.sft import LORA_TARGETS
+    from engine.training.gguf_export import export_lora_gguf
+    from engine.training.loader import LORA_TARGETS
 
     base = resolve_hf_base("bundled:smollm2-135m")
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),

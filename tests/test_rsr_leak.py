@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.canary import CANARY
 from engine.rsr.leak import protected_for, scan
+from engine.tasks.canary import CANARY
 from tests.conftest import EXAMPLE_TASK
 
 OWN_COMMANDS = "wc -l < /app/input.txt > /app/count.txt\ncat /app/count.txt\n5\n"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from engine.agents import AgentStep
 from engine.policy.base import Generation
+from engine.results import AgentStep
 from engine.rsr.planner import draft_runbook, format_problems, template_runbook
 from engine.rsr.reviewer import artifacts_missing, parse_verdict, review_runbook
 from tests.tui_data import CLEAN_RUNBOOK_TEXT

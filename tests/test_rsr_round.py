@@ -14,14 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from engine.canary import CANARY
 from engine.config import Config, RsrConfig, SftSection
 from engine.events import EventBus, RsrProgress
 from engine.policy.base import Generation, LocalPolicy
 from engine.rsr.planner import PLANNER_SYSTEM
 from engine.rsr.reviewer import REVIEWER_SYSTEM
 from engine.rsr.round import RsrRound
+from engine.stage import StageContext
 from engine.store import Store
+from engine.tasks.canary import CANARY
 from tests.conftest import write_task
 
 if not os.environ.get("CI"):
@@ -79,9 +80,10 @@ def make_round(tmp_path: Path, real_policy, *, approval="auto", stop=None, store
         write_task(suite, "hello-b", instruction="Write hello to /app/out.txt (leaky variant).")
     settings = RsrConfig(approval=approval, attempts=1, harnesses=["xml-bash"], split="", max_turns=2,
                          sft=SftSection(epochs=1, rank=4, alpha=8))
-    return RsrRound(round=1, model="bundled:smollm2-135m", tasks=suite, config=Config(),
-                    store=store or Store(tmp_path / "db.sqlite"), bus=bus or EventBus(), backend="local",
-                    checkpoints_dir=tmp_path / "ckpt", settings=settings, should_stop=stop, concurrency=concurrency,
+    ctx = StageContext(config=Config(), store=store or Store(tmp_path / "db.sqlite"), bus=bus or EventBus(),
+                       backend="local", checkpoints_dir=tmp_path / "ckpt", tasks=suite, concurrency=concurrency,
+                       should_stop=stop or (lambda: False))
+    return RsrRound(ctx, round=1, model="bundled:smollm2-135m", settings=settings,
                     policy=ScriptedModel(real_policy, runbook))
 
 
@@ -91,32 +93,32 @@ def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, re
     store = rnd.store
     assert (report.explored, report.successes) == (2, 2)
     # The leaky runbook (it quotes the canary) is rejected by the leak scan; the clean one approved.
-    by_task = {rb.task: rb for rb in store.runbooks(round=1)}
+    by_task = {rb.task: rb for rb in store.runbooks.list(round=1)}
     assert by_task["hello-b"].status == "rejected" and by_task["hello-b"].leak.leaked
     assert by_task["hello-a"].status == "approved" and by_task["hello-a"].decided_by == "auto"
     assert (report.replays, report.replay_successes, report.samples) == (1, 1, 1)
-    (sample,) = store.samples(1)
+    (sample,) = store.rsr.samples(1)
     text = real_policy._llm.detokenize(list(sample.ids)).decode()  # noqa: SLF001
     assert "runbook" not in text.lower() and "Write hello to /app/out.txt." in text
     assert sample.provenance.task == "hello-a" and sample.provenance.runbook_id == by_task["hello-a"].id
     assert report.checkpoint.startswith("bundled:smollm2-135m+lora=") and report.checkpoint.endswith("adapter.gguf")
-    assert [p.name for p in store.metrics("rsr-1-sft")] == ["sft/loss"]
-    assert store.rsr_round(1)["stage"] == "done"
+    assert [p.name for p in store.metrics.points("rsr-1-sft")] == ["sft/loss"]
+    assert store.rsr.round(1).stage == "done"
 
 
 def test_a_killed_round_resumes_without_losing_or_duplicating_work(tmp_path: Path, real_policy):
     store = Store(tmp_path / "db.sqlite")
     first = make_round(tmp_path, real_policy, store=store, concurrency=1,
-                       stop=lambda: len(store.rsr_jobs(1, "explore")) >= 1)
+                       stop=lambda: len(store.rsr.jobs(1, "explore")) >= 1)
     with pytest.raises(InterruptedError):
         first.run()  # stops after the first explore episode is stored, before runbooks
-    assert len(store.rsr_jobs(1, "explore")) == 1
+    assert len(store.rsr.jobs(1, "explore")) == 1
     report = make_round(tmp_path, real_policy, store=store).run()
-    explore_eps = [e for r in store.runs(50) if r.kind == "rsr-explore" for e in store.episodes(r.id)]
+    explore_eps = [e for r in store.runs.list(50) if r.kind == "rsr-explore" for e in store.runs.episodes(r.id)]
     assert len(explore_eps) == 2 and report.explored == 2  # the stored attempt was not run again
-    assert len(store.runbooks(round=1)) == 2 and report.samples == 1
+    assert len(store.runbooks.list(round=1)) == 2 and report.samples == 1
     again = make_round(tmp_path, real_policy, store=store).run()  # a finished round is a no-op
-    assert again.samples == 1 and len(store.runbooks(round=1)) == 2 and again.checkpoint == report.checkpoint
+    assert again.samples == 1 and len(store.runbooks.list(round=1)) == 2 and again.checkpoint == report.checkpoint
 
 
 def test_manual_approval_blocks_until_a_person_decides(tmp_path: Path, real_policy):
@@ -131,10 +133,10 @@ def test_manual_approval_blocks_until_a_person_decides(tmp_path: Path, real_poli
     while "approval" not in stages and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.5)
-    assert worker.is_alive() and store.rsr_jobs(1, "replay") == {}  # waiting, nothing replayed yet
-    pending = store.runbooks(status="pending", round=1)
+    assert worker.is_alive() and store.rsr.jobs(1, "replay") == {}  # waiting, nothing replayed yet
+    pending = store.runbooks.list(status="pending", round=1)
     assert len(pending) == 2  # manual mode holds every draft, whatever the reviews said
     for rb in pending:
-        store.decide_runbook(rb.id, "approved" if rb.task == "hello-a" else "rejected", by="human")
+        store.runbooks.decide(rb.id, "approved" if rb.task == "hello-a" else "rejected", by="human")
     worker.join(timeout=300)
     assert not worker.is_alive() and result["report"].replays == 1

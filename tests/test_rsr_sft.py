@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from engine.rsr.dataset import Provenance, Sample
 from engine.rsr.sft import METADATA, SftConfig, data_hash, train_sft
+from engine.store.records import Provenance, Sample
 
 if not os.environ.get("CI"):
     pytest.importorskip("peft", reason="SFT needs the hf extra (installed by .ci/setup)")

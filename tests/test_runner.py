@@ -6,10 +6,10 @@ import threading
 import time
 from pathlib import Path
 
-from engine.agents import OracleAgent
 from engine.config import Config
 from engine.events import EventBus, SandboxOutput
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.rollout.agents import OracleAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.store import Store
 from engine.tasks import load_task
 from tests.conftest import ctrf_test, write_task
@@ -30,7 +30,7 @@ def test_concurrent_episodes_are_isolated_and_overlap(tmp_path: Path, store: Sto
     elapsed = time.monotonic() - t
     assert [r.success for r in results] == [True] * 4, [r.checks for r in results]
     assert elapsed < 3.5, f"4 one-second episodes at concurrency 4 took {elapsed:.1f}s: they did not overlap"
-    assert len(store.episodes(run_id)) == 4
+    assert len(store.runs.episodes(run_id)) == 4
 
 
 def test_cancel_stops_live_sandboxes_and_marks_the_run(tmp_path: Path, store: Store):
@@ -50,4 +50,4 @@ def test_cancel_stops_live_sandboxes_and_marks_the_run(tmp_path: Path, store: St
     worker.join(30)
     assert not worker.is_alive() and time.monotonic() - t < 10
     assert out["results"] == []  # cut-short episodes are not outcomes
-    assert store.run(out["run_id"]).status == "interrupted"
+    assert store.runs.get(out["run_id"]).status == "interrupted"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import NopAgent, OracleAgent
 from engine.config import Config, parse_config
-from engine.episode import run_episode
+from engine.rollout.agents import NopAgent, OracleAgent
+from engine.rollout.episode import run_episode
 from engine.tasks import load_task
 from sandboxes import Limits, SandboxSpec, create_sandbox
 from sandboxes.docker_images import LABEL, TASK_IMAGE_REPO, client

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.agents import AgentStep
-from engine.episode import EpisodeResult
+from engine.results import AgentStep, CheckResult, EpisodeResult
 from engine.store import SCHEMA_VERSION, Store, StoreError
-from engine.verifier_results import CheckResult
 
 
 def _result(run_id: str, episode_id: str = "e1", **kw) -> EpisodeResult:
@@ -31,27 +29,27 @@ def test_fresh_database_has_current_schema_and_wal(tmp_path: Path):
 
 
 def test_episode_round_trip(store: Store):
-    run_id = store.create_run("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
-    store.record_episode(_result(run_id))
-    store.record_episode(_result(run_id, "e2", success=False, reward=None, status="verifier_error",
+    run_id = store.runs.create("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
+    store.runs.record_episode(_result(run_id))
+    store.runs.record_episode(_result(run_id, "e2", success=False, reward=None, status="verifier_error",
                                  checks_passed=0, checks_total=0, checks=(), error="no results"))
-    store.finish_run(run_id, "finished", {"success_rate": 1.0, "episodes": 2})
-    eps = store.episodes(run_id)
+    store.runs.finish(run_id, "finished", {"success_rate": 1.0, "episodes": 2})
+    eps = store.runs.episodes(run_id)
     assert [(e.id, e.success, e.reward) for e in eps] == [("e1", True, 1.0), ("e2", False, None)]
-    assert [c.name for c in store.checks("e1")] == ["a", "b"]
-    assert store.steps("e1")[0].command == "bash /solution/solve.sh"
-    assert store.run(run_id).status == "finished" and store.run(run_id).success_rate == 1.0
+    assert [c.name for c in store.runs.checks("e1")] == ["a", "b"]
+    assert store.runs.steps("e1")[0].command == "bash /solution/solve.sh"
+    assert store.runs.get(run_id).status == "finished" and store.runs.get(run_id).success_rate == 1.0
 
 
 def test_reopening_keeps_data_and_does_not_remigrate(tmp_path: Path):
     path = tmp_path / "db.sqlite"
     s = Store(path)
-    run_id = s.create_run("eval", backend="local", agent="nop", tasks_path="x", total=1, config={})
-    s.record_episode(_result(run_id))
-    s.finish_run(run_id, "finished", {})
+    run_id = s.runs.create("eval", backend="local", agent="nop", tasks_path="x", total=1, config={})
+    s.runs.record_episode(_result(run_id))
+    s.runs.finish(run_id, "finished", {})
     s.close()
     again = Store(path)
-    assert len(again.episodes(run_id)) == 1
+    assert len(again.runs.episodes(run_id)) == 1
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path):
@@ -75,19 +73,19 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path):
 def test_runs_of_dead_processes_are_marked_interrupted(tmp_path: Path):
     path = tmp_path / "db.sqlite"
     s = Store(path)
-    run_id = s.create_run("eval", backend="local", agent="oracle", tasks_path="x", total=3, config={})
+    run_id = s.runs.create("eval", backend="local", agent="oracle", tasks_path="x", total=3, config={})
     s.db["runs"].update(run_id, {"pid": 2**22 + 12345})  # a pid that is not running
     s.close()
-    assert Store(path).run(run_id).status == "interrupted"
+    assert Store(path).runs.get(run_id).status == "interrupted"
 
 
 def test_a_failed_episode_write_leaves_nothing_half_stored(store: Store):
-    run_id = store.create_run("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
-    store.record_episode(_result(run_id, "dup"))
+    run_id = store.runs.create("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
+    store.runs.record_episode(_result(run_id, "dup"))
     with pytest.raises(Exception):
         # Same episode id again: the episode insert fails, and its checks must not be added either.
-        store.record_episode(_result(run_id, "dup", checks=(CheckResult("c", "passed"),) * 5))
-    assert len(store.checks("dup")) == 2
+        store.runs.record_episode(_result(run_id, "dup", checks=(CheckResult("c", "passed"),) * 5))
+    assert len(store.runs.checks("dup")) == 2
 
 
 def test_an_older_database_is_migrated_in_place(tmp_path: Path):
@@ -106,41 +104,66 @@ def test_an_older_database_is_migrated_in_place(tmp_path: Path):
     db.conn.close()
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION
-    (ep,) = store.episodes("old-run")
+    (ep,) = store.runs.episodes("old-run")
     assert ep.success and ep.resource_events == ()
-    store.record_episode(_result("old-run", "new-ep", resource_events=("oom_kill",)))
-    by_id = {e.id: e for e in store.episodes("old-run")}
+    store.runs.record_episode(_result("old-run", "new-ep", resource_events=("oom_kill",)))
+    by_id = {e.id: e for e in store.runs.episodes("old-run")}
     assert by_id["new-ep"].resource_events == ("oom_kill",) and by_id["old-ep"].resource_events == ()
 
 
 def test_runbook_queue_round_trip_keeps_the_original_beside_an_edit(tmp_path: Path):
-    from engine.runbooks import LeakReport, ReviewVerdict, RunbookDraft
+    from engine.store.records import LeakReport, ReviewVerdict, RunbookDraft
 
     store = Store(tmp_path / "db.sqlite")
     draft = RunbookDraft(
         task="count-lines", round=1, source_episode_id="ep-1", text="# Goal\n1. run `wc -l`", harness="xml-bash",
         leak=LeakReport(0.0), verdict=ReviewVerdict(True, True, False, True, ("steps are concrete",)),
     )
-    rid = store.add_runbook(draft)
-    assert [r.id for r in store.runbooks(status="pending")] == [rid]
-    edited = store.edit_runbook(rid, "# Goal\n1. run `wc -l < file`")
+    rid = store.runbooks.add(draft)
+    assert [r.id for r in store.runbooks.list(status="pending")] == [rid]
+    edited = store.runbooks.edit(rid, "# Goal\n1. run `wc -l < file`")
     assert edited.edited and edited.original_text == draft.text and edited.status == "pending"
-    store.decide_runbook(rid, "approved", by="human", note="fine")
-    reopened = Store(tmp_path / "db.sqlite").runbook(rid)
+    store.runbooks.decide(rid, "approved", by="human", note="fine")
+    reopened = Store(tmp_path / "db.sqlite").runbooks.get(rid)
     assert (reopened.status, reopened.decided_by, reopened.note) == ("approved", "human", "fine")
     assert reopened.verdict.reasons == ("steps are concrete",) and reopened.leak.score == 0.0
-    assert store.runbooks(status="pending") == []
+    assert store.runbooks.list(status="pending") == []
     with pytest.raises(ValueError):
-        store.decide_runbook(rid, "maybe", by="human")
+        store.runbooks.decide(rid, "maybe", by="human")
 
 
 def test_metrics_and_stage_records_round_trip(tmp_path: Path):
-    from engine.metrics import MetricPoint, StageRecord
+    from engine.store.records import MetricPoint, StageRecord
 
     store = Store(tmp_path / "db.sqlite")
-    store.log_metrics([MetricPoint("r1", "RSR-1", "sft/loss", i, 2.0 - i / 10) for i in range(5)])
-    store.log_metrics([MetricPoint("r1", "RSR-1", "sft/loss", 4, 1.5)])  # a resumed step overwrites, never duplicates
-    points = store.metrics("r1", "sft/loss")
+    store.metrics.log([MetricPoint("r1", "RSR-1", "sft/loss", i, 2.0 - i / 10) for i in range(5)])
+    store.metrics.log([MetricPoint("r1", "RSR-1", "sft/loss", 4, 1.5)])  # a resumed step overwrites, never duplicates
+    points = store.metrics.points("r1", "sft/loss")
     assert [p.step for p in points] == [0, 1, 2, 3, 4] and points[-1].value == 1.5
-    store.put_stage(StageRecord("Base", "done", eval_run_id="e1", pass_at_1=0.1, ci_low=0.0, ci_high=0.25))
-    assert store.stages()["Base"].pass_text == "0.100 [0.000, 0.250]"
+    store.stages.put(StageRecord("Base", "done", eval_run_id="e1", pass_at_1=0.1, ci_low=0.0, ci_high=0.25))
+    assert store.stages.all()["Base"].pass_text == "0.100 [0.000, 0.250]"
+
+
+def test_a_database_written_by_schema_v5_migrates_and_keeps_everything(tmp_path: Path):
+    """tests/fixtures/store/schema-v5.sqlite was written by the store before the keyed-jobs merge."""
+    import shutil
+
+    path = tmp_path / "old.sqlite"
+    shutil.copy(Path(__file__).parent / "fixtures" / "store" / "schema-v5.sqlite", path)
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION
+    tables = set(store.db.table_names())
+    assert "jobs" in tables and not tables & {"rsr_jobs", "rpr_jobs", "stage_jobs"}
+    episode = store.runs.episodes()[0]
+    assert len(store.runs.list()) == 2 and len(store.runs.episodes()) == 11
+    assert store.rsr.jobs(1, "explore") == {"count-lines-1/xml-bash/0": (episode.id, True)}
+    assert store.rsr.jobs(1, "replay") == {"rb-1/0": (episode.id, False)}
+    assert store.rpr.jobs(1, 1) == {"copy-file-1/0": episode.id} and store.rpr.jobs(1, 2) == {"copy-file-1/0": episode.id}
+    assert store.stages.jobs("Base") == {"count-lines-3/0": episode.id}
+    assert store.rsr.round(1).stage == "replay" and store.rpr.run(1).iteration == 2
+    assert [s.ids for s in store.rsr.samples(1)] == [(1, 2, 3)]
+    assert len(store.runbooks.list()) == 3 and store.stages.all()["Base"].pass_at_1 == 0.5
+    assert len(store.metrics.points("20261129-130000-sft001", "sft/loss")) == 40
+    # New work goes to the merged table and reads back through the same calls.
+    store.rsr.job_done(1, "explore", "k2", episode.run_id, episode.id, False)
+    assert len(store.rsr.jobs(1, "explore")) == 2

@@ -16,6 +16,6 @@ def test_every_builtin_task_is_valid(tmp_path):
     invalid = [(c.task, c.reason) for c in checks if not c.valid]
     assert invalid == []
     assert len(checks) >= 40
-    stored = engine.store.episodes(run_id)
+    stored = engine.store.runs.episodes(run_id)
     assert len(stored) == 2 * len(checks)
-    assert engine.store.run(run_id).status == "finished"
+    assert engine.store.runs.get(run_id).status == "finished"

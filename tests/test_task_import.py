@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from engine.api import Engine
 from engine.config import parse_config
 from engine.store import Store
-from engine.task_import import TaskImportError, convert_classic, solution_script
 from engine.tasks import load_suite, load_task
+from engine.tasks.importer import TaskImportError, convert_classic, solution_script
 from trsi_tui.cli import cli
 
 UPSTREAM = Path(__file__).parent / "fixtures" / "upstream"

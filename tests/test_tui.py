@@ -71,9 +71,9 @@ async def test_oracle_eval_of_two_builtin_tasks_started_from_the_form_streams_bo
             assert "$ bash /solution/solve.sh" in lines  # the agent's command streamed into its own pane
             assert lines[-1].startswith("PASS 3/3 checks, reward 1.00")
             assert pane.has_class("-passed") and pane.border_subtitle.startswith("PASS")
-        run = store.runs()[0]
+        run = store.runs.list()[0]
         assert run.status == "finished" and run.success_rate == 1.0
-        assert {e.task for e in store.episodes(run.id)} == {"copy-file-1", "count-lines-1"}
+        assert {e.task for e in store.runs.episodes(run.id)} == {"copy-file-1", "count-lines-1"}
 
 
 async def test_start_form_rejects_bad_input_and_says_why(tmp_path: Path):
@@ -141,23 +141,23 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         assert isinstance(app.screen, RunbooksScreen)
         table = app.screen.query_one("#runbooks", DataTable)
         assert table.row_count == 2  # the pending queue; the approved one is filtered out
-        clean, leaky = [r.id for r in store.runbooks(status="pending")]
+        clean, leaky = [r.id for r in store.runbooks.list(status="pending")]
         assert "LEAK" in table.get_row_at(1)[4]
 
         await pilot.press("e")
         app.screen.query_one("#text").insert("\n4. Done.\n")
         await pilot.press("ctrl+s")
-        assert store.runbook(clean).edited and "4. Done." in store.runbook(clean).text
+        assert store.runbooks.get(clean).edited and "4. Done." in store.runbooks.get(clean).text
         table.focus()
         await pilot.press("a")
-        approved = Store(tmp_path / "db.sqlite").runbook(clean)  # a fresh reader sees the decision
+        approved = Store(tmp_path / "db.sqlite").runbooks.get(clean)  # a fresh reader sees the decision
         assert (approved.status, approved.decided_by) == ("approved", "human")
 
         assert table.row_count == 1 and "reject" in table.get_row_at(0)[5]
         app.screen.query_one("#note", Input).value = "quotes the verifier"
         table.focus()
         await pilot.press("x")
-        rejected = Store(tmp_path / "db.sqlite").runbook(leaky)
+        rejected = Store(tmp_path / "db.sqlite").runbooks.get(leaky)
         assert (rejected.status, rejected.note) == ("rejected", "quotes the verifier")
         assert table.row_count == 0 and "No runbooks" in text_of(app, "#meta")
 
@@ -166,7 +166,7 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
     from dataclasses import replace
 
     from engine.events import PipelineProgress
-    from engine.metrics import StageRecord
+    from engine.store.records import StageRecord
 
     store = build_store(tmp_path / "db.sqlite")
     engine = Engine(Config(), store)
@@ -180,9 +180,9 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
             rec = StageRecord("RSR-1", "done", checkpoint="bundled:smollm2-135m+lora=/ck/rsr-1/adapter.gguf",
                               parent="bundled:smollm2-135m", pass_at_1=0.125, ci_low=0.0, ci_high=0.25,
                               detail="16 eval episodes")
-            store.put_stage(rec)
+            store.stages.put(rec)
             engine.bus.emit(PipelineProgress("RSR-1", "done", rec.detail))
-            store.put_stage(replace(rec, name="RPR-1", status="running", detail="training"))
+            store.stages.put(replace(rec, name="RPR-1", status="running", detail="training"))
             engine.bus.emit(PipelineProgress("RPR-1", "running", "training"))
 
         threading.Thread(target=pipeline_thread).start()
@@ -224,8 +224,8 @@ async def test_quitting_while_work_runs_asks_then_stops_the_sandboxes(tmp_path: 
         await pilot.click("#yes")
         await wait_until(pilot, lambda: not app.is_running, timeout=30)
     assert time.monotonic() - started < 20  # the 60 s sleep was killed, not waited for
-    run = store.runs()[0]
-    assert run.status == "interrupted" and store.episodes(run.id) == []
+    run = store.runs.list()[0]
+    assert run.status == "interrupted" and store.runs.episodes(run.id) == []
 
 
 async def test_eight_panes_streaming_flat_out_are_batched_to_at_most_60_redraws_a_second(tmp_path: Path):
@@ -341,7 +341,7 @@ async def test_output_that_overtakes_its_episode_started_message_is_not_lost(tmp
 
 async def test_runbooks_drafted_by_a_running_round_appear_in_the_open_queue(tmp_path: Path):
     from engine.events import RsrProgress, RunbookDrafted
-    from engine.runbooks import RunbookDraft
+    from engine.store.records import RunbookDraft
 
     store = Store(tmp_path / "db.sqlite")
     app = create_app(Engine(Config(), store))
@@ -349,7 +349,7 @@ async def test_runbooks_drafted_by_a_running_round_appear_in_the_open_queue(tmp_
         await pilot.press("5")
         table = app.screen.query_one("#runbooks", DataTable)
         assert table.row_count == 0
-        rid = store.add_runbook(RunbookDraft("hello-a", 1, "ep", "# Goal\nx\n", "xml-bash", author="template"))
+        rid = store.runbooks.add(RunbookDraft("hello-a", 1, "ep", "# Goal\nx\n", "xml-bash", author="template"))
         app.engine.bus.emit(RunbookDrafted(1, rid, "hello-a", "pending"))
         app.engine.bus.emit(RsrProgress(1, "approval", "waiting for a person to decide 1 runbook(s) in the TUI"))
         await pilot.pause(0.1)
@@ -384,4 +384,4 @@ async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_sta
         assert "no tasks in the eval split" in stages.get_row_at(0)[4]
         await wait_until(pilot, lambda: not app.run_in_progress)
         assert stages.get_row_at(1)[1] == "not run"  # nothing after a failed stage starts
-    assert engine.store.stages()["Base"].status == "failed"
+    assert engine.store.stages.all()["Base"].status == "failed"

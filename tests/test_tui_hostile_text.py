@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from engine.agents import AgentStep
 from engine.api import Engine
 from engine.config import Config
 from engine.events import EpisodeStarted, RunStarted, SandboxOutput
+from engine.results import AgentStep
 from engine.store import Store
 from tests.tui_data import _checks, _episode
 from trsi_tui.app import create_app
@@ -104,13 +104,13 @@ async def test_a_stored_hostile_trajectory_renders_as_plain_text(tmp_path: Path)
     # Invalid UTF-8 from a shell or a model is decoded with errors="replace" before it is stored.
     stored_output = HOSTILE_OUTPUT.replace("\udcff", "\ufffd")
     store = Store(tmp_path / "db.sqlite")
-    store.create_run("eval", backend="local", agent="model", tasks_path="", total=1, config={}, run_id="hostile")
+    store.runs.create("eval", backend="local", agent="model", tasks_path="", total=1, config={}, run_id="hostile")
     step = AgentStep(HOSTILE_COMMAND, stored_output, 0, False, 0.01, action_text="```bash\n" + HOSTILE_COMMAND + "\n```",
                      parse_error="bad \x1b[2J reply", token_ids=(1, 2), prompt_tokens=10, generation_s=0.1)
-    store.record_episode(_episode("hostile", 0, "task-x", "model", success=False,
+    store.runs.record_episode(_episode("hostile", 0, "task-x", "model", success=False,
                                   checks=_checks(("name\x1b]0;t\x07[red]", False)), steps=(step,),
                                   error="died \x1b[2J here"))
-    store.finish_run("hostile", "finished", {"episodes": 1})
+    store.runs.finish("hostile", "finished", {"episodes": 1})
     app = create_app(Engine(Config(), store))
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(TrajectoryScreen("hostile-0000"))

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.reward import shaped_reward
-from engine.verifier import collect_checks
-from engine.verifier_results import (
+from engine.rollout.reward import shaped_reward
+from engine.rollout.verifier import collect_checks
+from engine.rollout.verifier_results import (
     VerifierParseError,
     parse_ctrf,
     parse_junit,

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.agents import AgentStep
-from engine.episode import EpisodeResult
-from engine.metrics import MetricPoint, StageRecord
-from engine.runbooks import LeakReport, ReviewVerdict, RunbookDraft
+from engine.results import AgentStep, CheckResult, EpisodeResult
 from engine.store import Store
-from engine.verifier_results import CheckResult
+from engine.store.records import LeakReport, MetricPoint, ReviewVerdict, RunbookDraft, StageRecord
 
 EVAL_RUN = "20261129-120000-base01"
 CHECK_RUN = "20261129-110000-check1"
@@ -79,37 +76,37 @@ def model_steps() -> tuple[AgentStep, ...]:
 
 def build_store(path: Path) -> Store:
     store = Store(path)
-    store.create_run("tasks-check", backend="local", agent="oracle+nop", tasks_path="", total=4, config={},
+    store.runs.create("tasks-check", backend="local", agent="oracle+nop", tasks_path="", total=4, config={},
                      run_id=CHECK_RUN)
     for i, (task, agent, ok) in enumerate([("count-lines-1", "oracle", True), ("count-lines-1", "nop", False),
                                            ("copy-file-1", "oracle", True), ("copy-file-1", "nop", False)]):
         names = ("output_exists", "count_is_32", "input_unchanged") if task.startswith("count") else (
             "copy_exists", "copy_identical", "original_kept")
         results = [(n, ok or n in ("input_unchanged", "original_kept")) for n in names]
-        store.record_episode(_episode(CHECK_RUN, i, task, agent, success=ok, checks=_checks(*results)))
-    store.finish_run(CHECK_RUN, "finished", {"success_rate": 0.5, "episodes": 4})
+        store.runs.record_episode(_episode(CHECK_RUN, i, task, agent, success=ok, checks=_checks(*results)))
+    store.runs.finish(CHECK_RUN, "finished", {"success_rate": 0.5, "episodes": 4})
 
-    store.create_run("eval", backend="local", agent="model", tasks_path="", total=6, config={}, run_id=EVAL_RUN)
+    store.runs.create("eval", backend="local", agent="model", tasks_path="", total=6, config={}, run_id=EVAL_RUN)
     outcomes = [("count-lines-1", True), ("count-lines-2", False), ("copy-file-1", True),
                 ("copy-file-2", False), ("count-lines-1", True), ("copy-file-1", False)]
     for i, (task, ok) in enumerate(outcomes):
         checks = _checks(("a", ok), ("b", ok or i % 2 == 1), ("c", True))
-        store.record_episode(_episode(EVAL_RUN, i, task, "model", success=ok, checks=checks, steps=model_steps(),
+        store.runs.record_episode(_episode(EVAL_RUN, i, task, "model", success=ok, checks=checks, steps=model_steps(),
                                       stop_reason="done" if ok else "turn_limit", split="eval"))
-    store.record_episode(_episode(EVAL_RUN, 6, "copy-file-2", "model", success=False, checks=(),
+    store.runs.record_episode(_episode(EVAL_RUN, 6, "copy-file-2", "model", success=False, checks=(),
                                   status="infra_error", failure_mode="sandbox_error",
                                   error="sandbox died: killed from outside", split="eval"))
-    store.finish_run(EVAL_RUN, "finished", {"success_rate": 0.5, "episodes": 7, "pass_at_1": 0.5,
+    store.runs.finish(EVAL_RUN, "finished", {"success_rate": 0.5, "episodes": 7, "pass_at_1": 0.5,
                                             "ci95": [0.25, 0.75]})
 
-    store.log_metrics([MetricPoint(SFT_RUN, "RSR-1", "sft/loss", s, 2.4 * 0.93 ** s + 0.3) for s in range(40)])
-    store.put_stage(StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", eval_run_id=EVAL_RUN,
+    store.metrics.log([MetricPoint(SFT_RUN, "RSR-1", "sft/loss", s, 2.4 * 0.93 ** s + 0.3) for s in range(40)])
+    store.stages.put(StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", eval_run_id=EVAL_RUN,
                                 pass_at_1=0.5, ci_low=0.25, ci_high=0.75, updated_at="2026-11-29T12:10:00+00:00"))
-    store.put_stage(StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00",
+    store.stages.put(StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00",
                                 detail="training"))
     rpr = [("rpr/reward", [0.10, 0.12, 0.11, 0.14, 0.18, 0.21]), ("rpr/success", [0.0, 0.0, 0.0, 0.25, 0.25, 0.5]),
            ("ppo/value_loss", [0.040, 0.021, 0.012, 0.009, 0.010, 0.008])]
-    store.log_metrics([MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)])
+    store.metrics.log([MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)])
 
     clean = RunbookDraft("count-lines-1", 1, f"{EVAL_RUN}-0000", CLEAN_RUNBOOK_TEXT, "xml-bash", LeakReport(0.02),
                          ReviewVerdict(True, True, False, True, ("numbered steps with commands", "names /app/count.txt")))
@@ -118,9 +115,9 @@ def build_store(path: Path) -> Store:
                          ReviewVerdict(False, True, True, False, ("quotes a verifier check", "no preconditions")))
     done = RunbookDraft("copy-file-1", 1, f"{EVAL_RUN}-0002", "# Goal\nCopy the file.\n\n## Steps\n1. `cp a b`\n",
                         "xml-bash", LeakReport(0.0), ReviewVerdict(True, True, False, True, ("fine",)))
-    store.add_runbook(clean)
-    store.add_runbook(leaky)
-    store.add_runbook(done, status="approved", decided_by="auto")
+    store.runbooks.add(clean)
+    store.runbooks.add(leaky)
+    store.runbooks.add(done, status="approved", decided_by="auto")
     stamp = "2026-11-29T12:30:00+00:00"
     store.db.execute("UPDATE runs SET created_at = ?, finished_at = ?", [stamp, stamp])
     store.db.execute("UPDATE runbooks SET created_at = ?, updated_at = ?", [stamp, stamp])

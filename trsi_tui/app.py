@@ -18,7 +18,16 @@ from textual.timer import Timer
 
 from engine.api import Engine, EvalRequest, RsrRequest
 from engine.events import (
-    EpisodeFinished, EpisodeStarted, Event, PipelineProgress, RprProgress, RsrProgress, RunbookDrafted, RunFinished, RunStarted, SandboxOutput,
+    EpisodeFinished,
+    EpisodeStarted,
+    Event,
+    PipelineProgress,
+    RprProgress,
+    RsrProgress,
+    RunbookDrafted,
+    RunFinished,
+    RunStarted,
+    SandboxOutput,
 )
 from trsi_tui.commands import TrsiCommands
 from trsi_tui.live import LiveState, OutputBatcher
@@ -207,7 +216,7 @@ class TrsiApp(App):
         elif message.stopped:
             self.notify(f"{message.stopped}; start it again to resume.", title="Stopped")
         elif message.run_id:  # eval and check runs; RSR rounds report themselves
-            s = self.store.run(message.run_id)
+            s = self.store.runs.get(message.run_id)
             rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
             self.notify(f"Run {message.run_id} {s.status}: success rate {rate}", title="Run ended")
         self.screen.post_message(LiveChanged(frozenset(), structural=True))

@@ -12,12 +12,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from engine.agents import SCRIPTED_AGENTS
 from engine.api import Engine
 from engine.config import DEFAULT_CONFIG_TOML, ConfigError
-from engine.harnesses import HARNESSES
 from engine.events import EpisodeFinished, Event, RunStarted
 from engine.paths import resolve_paths
+from engine.rollout.agents import SCRIPTED_AGENTS
+from engine.rollout.harnesses import HARNESSES
 from engine.store import StoreError
 from sandboxes import SandboxError, available_backends
 
@@ -177,7 +177,7 @@ def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None,
 def tasks_import(src: Path, dest: Path) -> None:
     """Convert classic Terminal-Bench tasks (task.yaml) and copy Harbor tasks under SRC into
     DEST in the native layout, one directory per task. Existing tasks in DEST are not touched."""
-    from engine.task_import import import_tasks
+    from engine.tasks.importer import import_tasks
 
     dest.mkdir(parents=True, exist_ok=True)
     done, errors = import_tasks(src, dest)
@@ -287,10 +287,10 @@ def eval_compare(ctx: click.Context, run_a: str, run_b: str) -> None:
     groups = []
     for run_id in (run_a, run_b):
         try:
-            store.run(run_id)
+            store.runs.get(run_id)
         except KeyError:
             raise click.ClickException(f"no stored run {run_id!r} (see `trsi-tui runs`)") from None
-        groups.append(by_task((e.task, e.success) for e in store.episodes(run_id) if e.reward is not None))
+        groups.append(by_task((e.task, e.success) for e in store.runs.episodes(run_id) if e.reward is not None))
     try:
         diff = compare(*groups)
     except ValueError as exc:
@@ -515,13 +515,13 @@ def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
     """The stored stage table: status, checkpoint, pass@1 with its 95% interval."""
     from dataclasses import asdict
 
-    stages = _engine(ctx).store.stages()
+    stages = _engine(ctx).store.stages.all()
     out.print(stage_table(stages))
     _write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
 
 
 def stage_table(stages) -> Table:
-    from engine.metrics import PIPELINE_STAGES
+    from engine.store.records import PIPELINE_STAGES
 
     table = _table("Pipeline", "stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
     for name in PIPELINE_STAGES:
@@ -543,11 +543,11 @@ def stage_table(stages) -> Table:
 @click.pass_context
 def export_cmd(ctx: click.Context, run_id: str, fmt: str, file: Path) -> None:
     """Write a run's episodes to FILE for other tools."""
-    from engine.export import export_run
+    from engine.store.export import export_run
 
     store = _engine(ctx).store
     try:
-        store.run(run_id)
+        store.runs.get(run_id)
     except KeyError:
         raise click.ClickException(f"no stored run {run_id!r} (see `trsi-tui runs`)") from None
     out.print(f"wrote {export_run(store, run_id, fmt, file)} episodes to {file}")
@@ -641,7 +641,7 @@ def sandbox_cleanup() -> None:
 def runs_cmd(ctx: click.Context, limit: int) -> None:
     """List stored runs, newest first."""
     table = _table("runs", "id", "kind", "agent", "status", "episodes", "success rate")
-    for r in _engine(ctx).store.runs(limit):
+    for r in _engine(ctx).store.runs.list(limit):
         rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
         table.add_row(r.id, r.kind, r.agent, r.status, str(r.summary.get("episodes", r.total)), rate)
     out.print(table)

@@ -12,11 +12,19 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from engine.episode import EpisodeResult
 from engine.events import (
-    EpisodeFinished, EpisodePhase, EpisodeStarted, Event, PipelineProgress, RprProgress, RsrProgress, RunFinished,
-    RunStarted, TrainingStep,
+    EpisodeFinished,
+    EpisodePhase,
+    EpisodeStarted,
+    Event,
+    PipelineProgress,
+    RprProgress,
+    RsrProgress,
+    RunFinished,
+    RunStarted,
+    TrainingStep,
 )
+from engine.results import EpisodeResult
 from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 
 Chunk = tuple[str, str, str]  # channel, kind, text

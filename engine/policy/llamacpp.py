@@ -17,7 +17,6 @@ import numpy as np
 
 from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
 
-
 _LOAD_LOCK = threading.Lock()
 
 

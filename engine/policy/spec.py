@@ -94,13 +94,12 @@ def resolve_hf_base(base: str) -> str:
     """
     if not base.startswith("bundled:"):
         return base
-    import os
-
+    from engine.paths import resolve_paths
     from engine.policy.bundled import bundled_model_path
     from engine.policy.hf import plain_checkpoint
 
     name = base.split(":", 1)[1]
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "models"
+    cache = resolve_paths().cache_dir / "models"
     cache.mkdir(parents=True, exist_ok=True)
     return str(plain_checkpoint(bundled_model_path(name), cache / f"{name}-hf"))
 

@@ -24,16 +24,9 @@ from pathlib import Path
 
 import torch
 
-from engine.rsr.sft import LORA_TARGETS
+from engine.training.loader import LoraShape, load_base, training_device
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
-
-
-@dataclass(frozen=True)
-class LoraShape:
-    rank: int = 8
-    alpha: int = 16
-    target_modules: tuple[str, ...] = LORA_TARGETS
 
 
 @dataclass(frozen=True)
@@ -56,21 +49,11 @@ class ActorCritic:
              load_4bit: bool, temperature: float) -> "ActorCritic":
         """`reference`: "stage-start" (the frozen `reference_adapter`, or the base when there is
         none: a fresh adapter equals the base) or "base"."""
-        from peft import LoraConfig, PeftModel, get_peft_model
-        from transformers import AutoModelForCausalLM
+        from peft import PeftModel, get_peft_model
 
-        kwargs: dict = {"dtype": torch.float32}
-        device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
-        if device.type == "cuda":
-            kwargs["device_map"] = {"": 0}
-        if load_4bit:
-            from transformers import BitsAndBytesConfig
-
-            kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
-        causal = AutoModelForCausalLM.from_pretrained(base, **kwargs)
-        config = LoraConfig(r=lora.rank, lora_alpha=lora.alpha, lora_dropout=0.0,
-                            target_modules=list(lora.target_modules), task_type="CAUSAL_LM")
+        device = training_device()
+        causal = load_base(base, load_4bit=load_4bit)
+        config = lora.peft_config()
         if actor_adapter is not None:
             model = PeftModel.from_pretrained(causal, str(actor_adapter), adapter_name=ACTOR, is_trainable=True)
         else:

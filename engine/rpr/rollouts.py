@@ -34,9 +34,9 @@ class Rollout:
 
 
 def load_rollout(store: Store, episode_id: str) -> Rollout:
-    episode = store.episode(episode_id)
-    ids, mask = store.episode_tokens(episode_id)
-    steps = store.steps(episode_id)
+    episode = store.runs.episode(episode_id)
+    ids, mask = store.runs.episode_tokens(episode_id)
+    steps = store.runs.steps(episode_id)
     sampler = tuple(lp for s in steps for lp in s.logprobs)
     if len(sampler) != sum(mask):
         sampler = ()  # a step without logprobs: no importance ratio to log for this episode

@@ -22,18 +22,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from engine.config import Config, RprConfig
-from engine.events import EventBus, RprProgress, TrainingStep
-from engine.harnesses import HARNESSES, get_harness
-from engine.metrics import MetricPoint
-from engine.model_agent import ModelAgent
+from engine.config import RprConfig
+from engine.events import RprProgress, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
+from engine.rollout.harnesses import HARNESSES
+from engine.rollout.runner import EpisodeJob
 from engine.rpr.rollouts import Rollout, load_rollout
-from engine.runner import EpisodeJob, KeyedRunner
-from engine.store import Store
-from engine.tasks import Task, load_suite
+from engine.stage import KeyedStage, StageContext, round_seed
+from engine.store.records import MetricPoint
+from engine.tasks import Task
 
 STATE_FILE = "trainer_state.pt"
 METADATA = "trsi-checkpoint.json"
@@ -64,27 +62,36 @@ def sampler_warning(ratio: float) -> str:
             "with the bundled model train in fp32 ([rpr] load_4bit = false)")
 
 
-class RprStage:
-    def __init__(self, *, round: int, model: str, tasks: Path, config: Config, store: Store, bus: EventBus,
-                 backend: str, checkpoints_dir: Path, concurrency: int = 2, seed: int = 0,
-                 settings: RprConfig | None = None, critic_from: Path | None = None,
-                 should_stop: Callable[[], bool] | None = None, policy_loader: Callable[[str], object] | None = None,
-                 ) -> None:
-        """`critic_from`: a previous RPR checkpoint whose critic (adapter + value head) is inherited.
-        `policy_loader(spec)`: loads the rollout policy (tests inject a scripted one)."""
-        self.round, self.model, self.tasks_path = round, model, Path(tasks)
-        self.config, self.store, self.bus, self.backend = config, store, bus, backend
-        self.settings = settings or config.rpr
-        self.dir = Path(checkpoints_dir) / f"rpr-{round}"
-        self.concurrency, self.seed = concurrency, seed
+class RprStage(KeyedStage):
+    error = RprError
+
+    def __init__(self, ctx: StageContext, *, round: int, model: str, settings: RprConfig | None = None,
+                 critic_from: Path | None = None) -> None:
+        """`critic_from`: a previous RPR checkpoint whose critic (adapter + value head) is inherited."""
+        super().__init__(ctx)
+        self.round, self.model, self.tasks_path = round, model, ctx.tasks
+        self.settings = settings or ctx.config.rpr
+        self.dir = self.stage_dir(ctx.checkpoints_dir, round)
+        self.concurrency, self.seed = ctx.concurrency, ctx.seed
         self.critic_from = Path(critic_from) if critic_from else None
-        self.should_stop = should_stop or (lambda: False)
-        self._policy_loader = policy_loader
         self._policy, self._policy_spec = None, ""
-        self._runner: KeyedRunner | None = None
         if self.settings.harness not in HARNESSES:
             raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
         trainable_weights(model)  # a spec without transformers weights fails here, before any rollout
+
+    @staticmethod
+    def stage_dir(checkpoints_dir: Path, round: int) -> Path:
+        return Path(checkpoints_dir) / f"rpr-{round}"
+
+    @classmethod
+    def latest_checkpoint(cls, checkpoints_dir: Path, round: int) -> Path | None:
+        """The newest complete checkpoint of RPR stage `round` (the next stage inherits its critic)."""
+        directory = cls.stage_dir(checkpoints_dir, round)
+        pointer = directory / "latest"
+        if not pointer.is_file():
+            return None
+        path = directory / pointer.read_text().strip()
+        return path if (path / STATE_FILE).is_file() else None
 
     @property
     def run_id(self) -> str:
@@ -98,24 +105,16 @@ class RprStage:
     def total(self) -> int:
         return self.settings.critic_warmup_rounds + self.settings.rounds
 
-    def cancel(self) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-
     # -- checkpoints -------------------------------------------------------------------------
     def latest(self) -> Path | None:
-        pointer = self.dir / "latest"
-        if not pointer.is_file():
-            return None
-        path = self.dir / pointer.read_text().strip()
-        return path if (path / STATE_FILE).is_file() else None
+        return self.latest_checkpoint(self.ctx.checkpoints_dir, self.round)
 
     def _save(self, ac, optimizers, schedulers, rng: random.Random, *, iteration: int, global_step: int,
               served: str, lineage: dict, export_base: str | None) -> Path:
         """`export_base`: also export the actor as a llama.cpp LoRA (actor.gguf), against this base."""
         import torch
 
-        from engine.rsr.gguf_export import export_lora_gguf
+        from engine.training.gguf_export import export_lora_gguf
 
         name = f"iter-{iteration + 1:03d}"
         tmp = self.dir / f"{name}.tmp"
@@ -144,11 +143,7 @@ class RprStage:
 
     # -- rollouts ----------------------------------------------------------------------------
     def _tasks(self) -> list[Task]:
-        suite = load_suite(self.tasks_path)
-        chosen = sorted((t for t in suite.tasks if not self.settings.split or t.split == self.settings.split),
-                        key=lambda t: t.name)
-        if not chosen:
-            raise RprError(f"no tasks in split {self.settings.split!r} of {self.tasks_path}")
+        chosen = self.split_tasks(self.settings.split)
         random.Random(self.seed).shuffle(chosen)
         return chosen
 
@@ -166,7 +161,7 @@ class RprStage:
             task = tasks[(index * per + m) % len(tasks)]
             for k in range(self.settings.episodes_per_task):
                 salt = 0 if phase == "joint" else 500_000
-                seed = (self.seed * 7919 + self.round * 104729 + salt + index * 1009 + m * 31 + k) % 2**31
+                seed = round_seed(self.seed, self.round, salt + index * 1009 + m * 31 + k)
                 plan.append((f"{phase}{index}|{task.name}|{m}|{k}", task, seed))
         return plan
 
@@ -174,17 +169,12 @@ class RprStage:
         """The rollout policy for `spec`, reloaded only when the served actor changed (called on the
         stage's own thread, before episode threads start)."""
         if self._policy_spec != spec:
-            if self._policy_loader is not None:
-                self._policy = self._policy_loader(spec)
-            else:
-                from engine.policy import load_policy
-
-                self._policy = load_policy(spec, instances=self.concurrency)
+            self._policy = self.ctx.load_policy(spec)
             self._policy_spec = spec
         return self._policy
 
     def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[Rollout], float]:
-        done = self.store.rpr_jobs(self.round, iteration)
+        done = self.store.rpr.jobs(self.round, iteration)
         plan = self.round_plan(tasks, iteration)
         todo = [(key, task, seed) for key, task, seed in plan if key not in done]
         started = time.monotonic()
@@ -192,51 +182,46 @@ class RprStage:
             policy = self._rollout_policy(spec)
             s = self.settings
 
-            def job(task: Task, seed: int) -> EpisodeJob:
-                return EpisodeJob(task, lambda: ModelAgent(policy, get_harness(s.harness), temperature=s.temperature,
-                                                           seed=seed, max_turns=s.max_turns), attempt=iteration)
-
-            self._runner = KeyedRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                                       should_stop=self.should_stop)
-            self._runner.run([(key, job(task, seed)) for key, task, seed in todo],
-                             record=lambda key, r: self.store.rpr_job_done(self.round, iteration, key, r.run_id,
-                                                                           r.episode_id, r.success),
-                             kind="rpr-rollout", tasks_path=str(self.tasks_path), concurrency=self.concurrency,
-                             what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}")
-        done = self.store.rpr_jobs(self.round, iteration)
+            jobs = [(key, EpisodeJob(task, self.agent_factory(policy, s.harness, temperature=s.temperature, seed=seed,
+                                                              max_turns=s.max_turns), attempt=iteration))
+                    for key, task, seed in todo]
+            self.run_keyed(f"rpr/{self.round}/{iteration}", jobs, kind="rpr-rollout",
+                           what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}")
+        done = self.store.rpr.jobs(self.round, iteration)
         return [load_rollout(self.store, done[key]) for key, _, _ in plan if key in done], time.monotonic() - started
 
     # -- the stage ---------------------------------------------------------------------------
     def _progress(self, iteration: int, phase: str, detail: str) -> None:
-        self.store.put_rpr_run(self.round, detail=detail)
+        self.store.rpr.put_run(self.round, detail=detail)
         self.bus.emit(RprProgress(self.round, iteration, self.total, phase, detail))
 
     def _log(self, step: int, values: dict[str, float]) -> None:
         points = [MetricPoint(self.run_id, self.stage_name, name, step, float(v))
                   for name, v in values.items() if v is not None and not math.isnan(v)]
-        self.store.log_metrics(points)
+        self.store.metrics.log(points)
         for p in points:
             self.bus.emit(TrainingStep(p.run_id, p.stage, p.name, p.step, p.value))
 
     def run(self) -> RprReport:
         import torch
 
-        from engine.rpr.actor_critic import ActorCritic, LoraShape
+        from engine.rpr.actor_critic import ActorCritic
         from engine.rpr.ppo import make_optimizers, ppo_update
+        from engine.training.loader import LoraShape
 
         s = self.settings
         tasks = self._tasks()
         base, start_adapter = trainable_weights(self.model)
-        record = self.store.rpr_run(self.round)
+        record = self.store.rpr.run(self.round)
         if record is None:
-            self.store.put_rpr_run(self.round, model=self.model, tasks_path=str(self.tasks_path),
+            self.store.rpr.put_run(self.round, model=self.model, tasks_path=str(self.tasks_path),
                                    settings=s.model_dump_json(), status="running", iteration=0, checkpoint="",
                                    start_adapter=start_adapter or "",
                                    critic_from=str(self.critic_from or ""), detail="")
-        elif record["model"] != self.model:
-            raise RprError(f"RPR stage {self.round} was started with model {record['model']!r}, not {self.model!r}; "
+        elif record.model != self.model:
+            raise RprError(f"RPR stage {self.round} was started with model {record.model!r}, not {self.model!r}; "
                            "resume it with the same model or pick another round number")
-        elif record["status"] == "done" and record["checkpoint"]:
+        elif record.status == "done" and record.checkpoint:
             return self.report()
         self.dir.mkdir(parents=True, exist_ok=True)
         for tmp in self.dir.glob("*.tmp"):  # a save that was killed half-way
@@ -303,28 +288,29 @@ class RprStage:
             self._save(ac, optimizers, schedulers, rng, iteration=iteration, global_step=global_step, served=served,
                        lineage=lineage, export_base=base if moved and self.model.startswith("bundled:") else None)
             self._log(iteration + 1, {"time/checkpoint_s": time.monotonic() - saved_at})
-            self.store.put_rpr_run(self.round, iteration=iteration + 1)
+            self.store.rpr.put_run(self.round, iteration=iteration + 1)
             self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): reward "
                                              f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
                                              f"explained variance {stats.explained_variance:.3f}"
                            + sampler_warning(stats.sampler_ratio))
-        self.store.put_rpr_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
+        self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
         self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
         return self.report()
 
     def report(self) -> RprReport:
-        record = self.store.rpr_run(self.round) or {}
+        record = self.store.rpr.run(self.round)
+        done = record.iteration if record is not None else 0
         episodes = successes = 0
-        for iteration in range(record.get("iteration") or 0):
-            jobs = self.store.rpr_jobs(self.round, iteration)
-            outcomes = [self.store.episode(e).success for e in jobs.values()]
+        for iteration in range(done):
+            jobs = self.store.rpr.jobs(self.round, iteration)
+            outcomes = [self.store.runs.episode(e).success for e in jobs.values()]
             episodes += len(outcomes)
             successes += sum(outcomes)
-        points = self.store.metrics(self.run_id)
+        points = self.store.metrics.points(self.run_id)
         by_step: dict[int, dict] = {}
         for p in points:
             by_step.setdefault(p.step, {"round": p.step})[p.name] = p.value
         history = [by_step[k] for k in sorted(by_step)]
         latest = self.latest()
-        return RprReport(self.round, record.get("iteration") or 0, self.settings.critic_warmup_rounds, episodes,
-                         successes, record.get("checkpoint") or "", str(latest or ""), tuple(history))
+        return RprReport(self.round, done, self.settings.critic_warmup_rounds, episodes, successes,
+                         record.checkpoint if record is not None else "", str(latest or ""), tuple(history))

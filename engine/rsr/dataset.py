@@ -8,38 +8,10 @@ The loss mask is 1 on exactly those sampled ids and 0 on everything else.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import dataclass
-
-from engine.agents import AgentStep
-from engine.model_agent import without_guidance
-from engine.token_buffer import ChatTokenizer, TokenBuffer
-
-
-@dataclass(frozen=True)
-class Provenance:
-    task: str
-    harness: str
-    source_episode_id: str
-    replay_episode_id: str
-    runbook_id: str = ""
-
-
-@dataclass(frozen=True)
-class Sample:
-    ids: tuple[int, ...]
-    mask: tuple[int, ...]
-    provenance: Provenance
-
-    @property
-    def digest(self) -> str:
-        """Identity for deduplication: the same tokens are the same sample, whatever produced them."""
-        return hashlib.sha256(json.dumps([self.ids, self.mask]).encode()).hexdigest()[:32]
-
-    @property
-    def action_tokens(self) -> int:
-        return sum(self.mask)
+from engine.results import AgentStep
+from engine.rollout.model_agent import without_guidance
+from engine.rollout.token_buffer import ChatTokenizer, TokenBuffer
+from engine.store.records import Provenance, Sample
 
 
 def build_sample(tok: ChatTokenizer, opening: list[dict], steps: list[AgentStep] | tuple[AgentStep, ...], *,

@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.canary import CANARY
-from engine.runbooks import LeakReport
+from engine.store.records import LeakReport
+from engine.tasks.canary import CANARY
 
 N = 5
 MIN_FRAGMENT = 12

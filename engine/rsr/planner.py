@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.agents import AgentStep
+from engine.results import AgentStep
 
 PLANNER_SYSTEM = """You write runbooks for a Linux terminal. A runbook tells someone how to do a task \
 again, step by step. Use exactly this markdown layout:

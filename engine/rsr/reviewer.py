@@ -12,7 +12,7 @@ import json
 import re
 
 from engine.rsr.planner import format_problems
-from engine.runbooks import ReviewVerdict
+from engine.store.records import ReviewVerdict
 
 REVIEWER_SYSTEM = """You review runbooks for terminal tasks. You get a task and a runbook. Answer with one \
 JSON object and nothing else:

@@ -14,23 +14,20 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from engine.config import Config, RsrConfig
-from engine.events import EventBus, RsrProgress, RunbookDrafted, TrainingStep
-from engine.harnesses import HARNESSES, get_harness
-from engine.metrics import MetricPoint
-from engine.model_agent import ModelAgent
+from engine.config import RsrConfig
+from engine.events import RsrProgress, RunbookDrafted, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
-from engine.rsr.dataset import Provenance, build_sample
+from engine.rollout.harnesses import HARNESSES, get_harness
+from engine.rollout.runner import EpisodeJob
+from engine.rsr.dataset import build_sample
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
 from engine.rsr.reviewer import review_runbook
 from engine.rsr.sft import SftConfig
-from engine.runbooks import RunbookDraft
-from engine.runner import EpisodeJob, KeyedRunner
-from engine.store import Store
-from engine.tasks import Task, load_suite
+from engine.stage import KeyedStage, StageContext, round_seed
+from engine.store.records import MetricPoint, Provenance, RunbookDraft
+from engine.tasks import Task
 
 STAGES = ("explore", "runbooks", "approval", "replay", "dataset", "sft", "done")
 APPROVAL_POLL_S = 1.0
@@ -54,21 +51,19 @@ class RoundReport:
     notes: tuple[str, ...] = field(default=())
 
 
-class RsrRound:
-    def __init__(self, *, round: int, model: str, tasks: Path, config: Config, store: Store, bus: EventBus,
-                 backend: str, checkpoints_dir: Path, concurrency: int = 2, seed: int = 0,
-                 settings: RsrConfig | None = None, should_stop: Callable[[], bool] | None = None,
+class RsrRound(KeyedStage):
+    error = RsrError
+
+    def __init__(self, ctx: StageContext, *, round: int, model: str, settings: RsrConfig | None = None,
                  policy=None) -> None:
-        """`policy`: an already loaded policy for `model` (the engine loads it otherwise)."""
-        self.round, self.model, self.tasks_path = round, model, Path(tasks)
-        self.config, self.store, self.bus, self.backend = config, store, bus, backend
-        self.settings = settings or config.rsr
-        self.checkpoint_dir = Path(checkpoints_dir) / f"rsr-{round}"
-        self.concurrency, self.seed = concurrency, seed
-        self.should_stop = should_stop or (lambda: False)
+        """`policy`: an already loaded policy for `model` (the context loads it otherwise)."""
+        super().__init__(ctx)
+        self.round, self.model, self.tasks_path = round, model, ctx.tasks
+        self.settings = settings or ctx.config.rsr
+        self.checkpoint_dir = self.checkpoint_dir_for(ctx.checkpoints_dir, round)
+        self.seed = ctx.seed
         self._policy = policy
         self._policy_lock = threading.Lock()
-        self._runner: KeyedRunner | None = None
         from engine.policy import parse_model_spec
 
         kind = parse_model_spec(model).kind  # a bad spec fails here, not after an hour of exploring
@@ -79,14 +74,16 @@ class RsrRound:
         if unknown:
             raise RsrError(f"unknown harness(es) {', '.join(unknown)}; available: {', '.join(sorted(HARNESSES))}")
 
+    @staticmethod
+    def checkpoint_dir_for(checkpoints_dir: Path, round: int) -> Path:
+        return Path(checkpoints_dir) / f"rsr-{round}"
+
     # -- plumbing ---------------------------------------------------------------------------
     @property
     def policy(self):
         with self._policy_lock:  # episode threads ask at once: load one policy, not one each
             if self._policy is None:
-                from engine.policy import load_policy
-
-                self._policy = load_policy(self.model, instances=self.concurrency)
+                self._policy = self.ctx.load_policy(self.model)
             return self._policy
 
     def _helper(self, spec: str):
@@ -97,39 +94,27 @@ class RsrRound:
         return load_policy(spec)
 
     def _progress(self, stage: str, detail: str) -> None:
-        self.store.put_rsr_round(self.round, stage=stage, detail=detail)
+        self.store.rsr.put_round(self.round, stage=stage, detail=detail)
         self.bus.emit(RsrProgress(self.round, stage, detail))
 
     def _tasks(self) -> dict[str, Task]:
-        suite = load_suite(self.tasks_path)
-        chosen = [t for t in suite.tasks if not self.settings.split or t.split == self.settings.split]
-        if not chosen:
-            raise RsrError(f"no tasks in split {self.settings.split!r} of {self.tasks_path}")
-        return {t.name: t for t in chosen}
-
-    def cancel(self) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
+        return {t.name: t for t in self.split_tasks(self.settings.split)}
 
     def _run_jobs(self, stage: str, jobs: list[tuple[str, EpisodeJob]]) -> None:
         """Run keyed jobs; each finished episode is linked to its key the moment it is stored."""
-        self._runner = KeyedRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                                   should_stop=self.should_stop)
-        self._runner.run(jobs, record=lambda key, r: self.store.rsr_job_done(self.round, stage, key, r.run_id,
-                                                                             r.episode_id, r.success),
-                         kind=f"rsr-{stage}", tasks_path=str(self.tasks_path), concurrency=self.concurrency,
-                         what=f"RSR round {self.round} during {stage}")
+        self.run_keyed(f"rsr/{self.round}/{stage}", jobs, kind=f"rsr-{stage}",
+                       what=f"RSR round {self.round} during {stage}")
 
     # -- the round ---------------------------------------------------------------------------
     def run(self) -> RoundReport:
         tasks = self._tasks()
-        record = self.store.rsr_round(self.round)
+        record = self.store.rsr.round(self.round)
         if record is None:
-            self.store.put_rsr_round(self.round, model=self.model, tasks_path=str(self.tasks_path),
+            self.store.rsr.put_round(self.round, model=self.model, tasks_path=str(self.tasks_path),
                                      settings=self.settings.model_dump_json(), stage="explore", checkpoint="",
                                      detail="")
-        elif record["model"] != self.model:
-            raise RsrError(f"round {self.round} was started with model {record['model']!r}, not {self.model!r}; "
+        elif record.model != self.model:
+            raise RsrError(f"round {self.round} was started with model {record.model!r}, not {self.model!r}; "
                            "resume it with the same model or pick another round number")
         notes: list[str] = []
         _ = self.policy  # load it here, on the calling thread, before episode threads need it
@@ -143,7 +128,7 @@ class RsrRound:
         return self.report(checkpoint, notes)
 
     def explore(self, tasks: dict[str, Task]) -> None:
-        done = self.store.rsr_jobs(self.round, "explore")
+        done = self.store.rsr.jobs(self.round, "explore")
         jobs = []
         for name, task in tasks.items():
             for h_index, harness in enumerate(self.settings.harnesses):
@@ -151,23 +136,21 @@ class RsrRound:
                     key = f"{name}|{harness}|{attempt}"
                     if key in done:
                         continue
-                    seed = (self.seed * 7919 + self.round * 104729 + h_index * 131 + attempt) % 2**31
+                    seed = round_seed(self.seed, self.round, h_index * 131 + attempt)
                     jobs.append((key, EpisodeJob(task, self._agent_factory(harness, seed), attempt=attempt)))
         self._progress("explore", f"{len(done)} attempts stored, {len(jobs)} to run")
         if jobs:
             self._run_jobs("explore", jobs)
-        wins = sum(ok for _, ok in self.store.rsr_jobs(self.round, "explore").values())
+        wins = sum(ok for _, ok in self.store.rsr.jobs(self.round, "explore").values())
         self._progress("explore", f"{wins} attempt(s) passed every check")
 
     def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
-        def make():
-            return ModelAgent(self.policy, get_harness(harness), temperature=self.settings.temperature, seed=seed,
-                              max_turns=self.settings.max_turns, guidance=guidance)
-        return make
+        return self.agent_factory(self.policy, harness, temperature=self.settings.temperature, seed=seed,
+                                  max_turns=self.settings.max_turns, guidance=guidance)
 
     def write_runbooks(self, tasks: dict[str, Task]) -> None:
-        successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr_jobs(self.round, "explore").items() if ok)
-        stored = self.store.runbooks(round=self.round)
+        successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr.jobs(self.round, "explore").items() if ok)
+        stored = self.store.runbooks.list(round=self.round)
         existing = {rb.source_episode_id for rb in stored}
         per_task: dict[str, int] = {}
         for rb in stored:
@@ -182,10 +165,10 @@ class RsrRound:
             planner = planner or self._helper(self.settings.planner)
             reviewer = reviewer or self._helper(self.settings.reviewer)
             task = tasks[name]
-            steps = self.store.steps(episode_id)
+            steps = self.store.runs.steps(episode_id)
             draft = draft_runbook(planner, task.instruction, steps, seed=self.seed + len(existing),
                                   template_fallback=self.settings.template_fallback)
-            verifier_output = self.store.verifier_output(episode_id)
+            verifier_output = self.store.runs.verifier_output(episode_id)
             allowed = task.instruction + "\n" + trajectory_text(steps)
             leak = scan(draft.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
             verdict, raw = review_runbook(reviewer, task.instruction, draft.text, seed=self.seed,
@@ -194,7 +177,7 @@ class RsrRound:
                 status, by = "pending", ""
             else:
                 status, by = ("approved" if verdict.approve and not leak.leaked else "rejected"), "auto"
-            runbook_id = self.store.add_runbook(
+            runbook_id = self.store.runbooks.add(
                 RunbookDraft(name, self.round, episode_id, draft.text, harness, leak, verdict, draft.author, raw),
                 status=status, decided_by=by)
             existing.add(episode_id)
@@ -205,14 +188,14 @@ class RsrRound:
 
     def _runbook_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        for rb in self.store.runbooks(round=self.round):
+        for rb in self.store.runbooks.list(round=self.round):
             counts[rb.status] = counts.get(rb.status, 0) + 1
         return counts
 
     def await_approval(self) -> None:
         announced = False
         while True:
-            pending = self.store.runbooks(status="pending", round=self.round)
+            pending = self.store.runbooks.list(status="pending", round=self.round)
             if not pending:
                 return
             if not announced:
@@ -223,14 +206,14 @@ class RsrRound:
             time.sleep(APPROVAL_POLL_S)
 
     def replay(self, tasks: dict[str, Task]) -> None:
-        done = self.store.rsr_jobs(self.round, "replay")
+        done = self.store.rsr.jobs(self.round, "replay")
         jobs = []
-        for rb in self.store.runbooks(status="approved", round=self.round):
+        for rb in self.store.runbooks.list(status="approved", round=self.round):
             for k in range(self.settings.replays):
                 key = f"{rb.id}|{k}"
                 if key in done:
                     continue
-                seed = (self.seed * 7919 + self.round * 104729 + 7 * k + 1) % 2**31
+                seed = round_seed(self.seed, self.round, 7 * k + 1)
                 jobs.append((key, EpisodeJob(tasks[rb.task], self._agent_factory(rb.harness, seed, rb.text),
                                              attempt=k)))
         self._progress("replay", f"{len(jobs)} replay(s) to run with approved runbooks")
@@ -238,15 +221,15 @@ class RsrRound:
             self._run_jobs("replay", jobs)
 
     def build_dataset(self, tasks: dict[str, Task]):
-        runbooks = {rb.id: rb for rb in self.store.runbooks(round=self.round)}
+        runbooks = {rb.id: rb for rb in self.store.runbooks.list(round=self.round)}
         fresh, rejected = [], 0
-        for key, (episode_id, ok) in sorted(self.store.rsr_jobs(self.round, "replay").items()):
+        for key, (episode_id, ok) in sorted(self.store.rsr.jobs(self.round, "replay").items()):
             if not ok:
                 continue
             rb = runbooks[key.split("|")[0]]
             task = tasks[rb.task]
-            steps = self.store.steps(episode_id)
-            model = self.store.episode_model(episode_id)
+            steps = self.store.runs.steps(episode_id)
+            model = self.store.runs.episode_model(episode_id)
             actions = "\n".join(s.action_text for s in steps)
             allowed = "\n".join([task.instruction, rb.text, *(s.output for s in steps)])
             if scan(actions, protected_for(task.path, allowed=allowed)).leaked:
@@ -255,20 +238,20 @@ class RsrRound:
             fresh.append(build_sample(self.policy, model.messages[:2], steps, runbook=rb.text,
                                       provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id,
                                                             rb.id), tools=get_harness(rb.harness).tools))
-        added = self.store.add_samples(self.round, fresh)
-        samples = self.store.samples(self.round)
+        added = self.store.rsr.add_samples(self.round, fresh)
+        samples = self.store.rsr.samples(self.round)
         self._progress("dataset", f"{len(samples)} sample(s) ({added} new; {rejected} replay(s) dropped for leaks)")
         return samples
 
     def train(self, samples, notes: list[str]) -> str:
-        record = self.store.rsr_round(self.round) or {}
-        if record.get("checkpoint"):
-            return record["checkpoint"]
+        record = self.store.rsr.round(self.round)
+        if record is not None and record.checkpoint:
+            return record.checkpoint
         if not samples:
             notes.append("no verified replays: nothing to train on, the actor is unchanged")
             return ""
-        from engine.rsr.gguf_export import export_lora_gguf
         from engine.rsr.sft import train_sft
+        from engine.training.gguf_export import export_lora_gguf
 
         base, adapter = trainable_weights(self.model)
         if adapter:
@@ -281,7 +264,7 @@ class RsrRound:
         stage = f"RSR-{self.round}"
 
         def on_step(step: int, loss: float, tokens: int) -> None:
-            self.store.log_metrics([MetricPoint(run_id, stage, "sft/loss", step, loss)])
+            self.store.metrics.log([MetricPoint(run_id, stage, "sft/loss", step, loss)])
             self.bus.emit(TrainingStep(run_id, stage, "sft/loss", step, loss))
 
         self._progress("sft", f"QLoRA on {len(samples)} sample(s), base {base}")
@@ -289,12 +272,12 @@ class RsrRound:
                            adapter=adapter)
         gguf_file = export_lora_gguf(result.checkpoint, Path(base), self.checkpoint_dir / "adapter.gguf")
         served = served_spec(self.model, result.checkpoint, gguf_file if self.model.startswith("bundled:") else None)
-        self.store.put_rsr_round(self.round, checkpoint=served)
+        self.store.rsr.put_round(self.round, checkpoint=served)
         return served
 
     def report(self, checkpoint: str, notes: list[str]) -> RoundReport:
-        explore = self.store.rsr_jobs(self.round, "explore")
-        replay = self.store.rsr_jobs(self.round, "replay")
+        explore = self.store.rsr.jobs(self.round, "explore")
+        replay = self.store.rsr.jobs(self.round, "replay")
         return RoundReport(self.round, "done", len(explore), sum(ok for _, ok in explore.values()),
                            self._runbook_counts(), len(replay), sum(ok for _, ok in replay.values()),
-                           len(self.store.samples(self.round)), checkpoint, tuple(notes))
+                           len(self.store.rsr.samples(self.round)), checkpoint, tuple(notes))

@@ -24,10 +24,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from engine.rsr.dataset import Sample
+from engine.store.records import Sample
+from engine.training.loader import LORA_TARGETS, LoraShape, load_base, model_device
+from engine.training.memory import release_freed_memory
 
 METADATA = "trsi-checkpoint.json"
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)
@@ -64,30 +65,6 @@ class SftResult:
         return self.tokens / self.seconds if self.seconds else 0.0
 
 
-def release_freed_memory() -> None:
-    """Have glibc hand freed memory back to the OS at once (trim threshold 0).
-
-    Training allocates activation buffers whose sizes change with every batch; glibc keeps freed
-    blocks by default, and on the CPU the resident peak then grows with fragmentation rather
-    than with what is in use (measured: 3.7 GB against 2.1 GB for the same steps).
-    """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    if not name:
-        return
-    try:
-        libc = ctypes.CDLL(name)
-        # By the time training starts, loading has raised glibc's dynamic mmap threshold to its
-        # 32 MB ceiling, so activation buffers come from the heap and fragment it. Pin the
-        # threshold low (big buffers are mmap-ed and unmapped when freed) and trim at once.
-        libc.mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 0)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc: nothing to tune
-        pass
-
-
 def data_hash(samples: list[Sample]) -> str:
     return hashlib.sha256("".join(sorted(s.digest for s in samples)).encode()).hexdigest()[:16]
 
@@ -95,22 +72,13 @@ def data_hash(samples: list[Sample]) -> str:
 def load_trainable(base: str, config: SftConfig, adapter: str | None = None):
     """The base model (NF4 when asked) with a LoRA adapter, fresh or continued from `adapter`
     (whose own rank and targets then apply); only the adapter trains."""
-    import torch
-    from peft import LoraConfig, PeftModel, get_peft_model
-    from transformers import AutoModelForCausalLM
+    from peft import PeftModel, get_peft_model
 
-    kwargs: dict = {"dtype": torch.float32}
-    if config.load_4bit:
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
-    model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
+    model = load_base(base, load_4bit=config.load_4bit)
     if adapter:
         return PeftModel.from_pretrained(model, adapter, is_trainable=True)
-    lora = LoraConfig(r=config.rank, lora_alpha=config.alpha, lora_dropout=config.dropout,
-                      target_modules=list(config.target_modules), task_type="CAUSAL_LM")
-    return get_peft_model(model, lora)
+    shape = LoraShape(config.rank, config.alpha, config.dropout, config.target_modules)
+    return get_peft_model(model, shape.peft_config())
 
 
 def batches(samples: list[Sample], config: SftConfig, epoch: int) -> list[list[Sample]]:
@@ -198,6 +166,7 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
     release_freed_memory()
     model = load_trainable(base, config, adapter)
     model.train()
+    device = model_device(model)
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
@@ -210,9 +179,12 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
                 raise InterruptedError("SFT stopped before it finished")
             if config.packing:
                 input_ids, labels, attention, positions, real = collate_packed(batch, config.max_len, pad_id)
+                input_ids, labels, attention, positions = (t.to(device) for t in (input_ids, labels, attention,
+                                                                                   positions))
                 loss = action_loss(model, input_ids, attention, labels, positions)
             else:
                 input_ids, labels, attention = collate(batch, config.max_len, pad_id)
+                input_ids, labels, attention = (t.to(device) for t in (input_ids, labels, attention))
                 real = int(attention.sum())
                 loss = action_loss(model, input_ids, attention, labels)
             optimizer.zero_grad(set_to_none=True)

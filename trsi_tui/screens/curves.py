@@ -16,7 +16,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual_plotext import PlotextPlot
 
-from engine.metrics import PIPELINE_STAGES
+from engine.store.records import PIPELINE_STAGES
 from trsi_tui.messages import LiveChanged
 
 REFRESH_S = 3.0
@@ -65,12 +65,12 @@ class CurvesScreen(Screen):
     def action_refresh(self) -> None:
         store = self.app.store
         table = self.query_one("#runs", DataTable)
-        runs = store.runs(100)
+        runs = store.runs.list(100)
         known = {r.id for r in runs}
         table.clear()
         for r in runs:
             table.add_row(r.id, r.kind, r.agent, key=r.id)
-        for run_id in store.metric_runs():  # training runs that log metrics but hold no episodes
+        for run_id in store.metrics.runs():  # training runs that log metrics but hold no episodes
             if run_id not in known:
                 table.add_row(run_id, "training", "-", key=run_id)
                 known.add(run_id)
@@ -92,7 +92,7 @@ class CurvesScreen(Screen):
         plt = reward.plt
         plt.clear_data()
         plt.clear_figure()
-        episodes = store.episodes(run_id=self.run_id) if self.run_id else []
+        episodes = store.runs.episodes(run_id=self.run_id) if self.run_id else []
         scored = [e for e in episodes if e.reward is not None]
         if scored:
             xs = list(range(1, len(scored) + 1))
@@ -113,7 +113,7 @@ class CurvesScreen(Screen):
         plt.clear_data()
         plt.clear_figure()
         series: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for p in store.metrics(self.run_id) if self.run_id else []:
+        for p in store.metrics.points(self.run_id) if self.run_id else []:
             if p.name in PLOTTED:
                 series[p.name].append((p.step, p.value))
         for name, points in series.items():
@@ -125,7 +125,7 @@ class CurvesScreen(Screen):
         training.refresh()
 
         stages_plot = self.query_one("#stages", PlotextPlot)
-        stages = store.stages()
+        stages = store.stages.all()
         done = [(name, stages[name]) for name in PIPELINE_STAGES if name in stages and stages[name].pass_at_1 is not None]
         stages_plot.display = bool(done)
         if done:

@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
-from engine.metrics import PIPELINE_STAGES
+from engine.store.records import PIPELINE_STAGES
 from trsi_tui.messages import LiveChanged
 
 
@@ -51,7 +51,7 @@ class DashboardScreen(Screen):
 
     def action_refresh(self) -> None:
         store = self.app.store
-        stages = store.stages()
+        stages = store.stages.all()
         table = self.query_one("#stages", DataTable)
         table.clear()
         for name in PIPELINE_STAGES:
@@ -64,7 +64,7 @@ class DashboardScreen(Screen):
         runs = self.query_one("#runs", DataTable)
         cursor = runs.cursor_row
         runs.clear()
-        for r in store.runs(50):
+        for r in store.runs.list(50):
             s = r.summary
             rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
             p1 = "-"
@@ -85,9 +85,9 @@ class DashboardScreen(Screen):
         plt.clear_figure()
         store = self.app.store
         xs, rewards, success, offset = [], [], [], 0
-        for run in (r for r in store.metric_runs() if r.startswith("rpr-")):
-            points = {p.step: p.value for p in store.metrics(run, "rpr/reward")}
-            wins = {p.step: p.value for p in store.metrics(run, "rpr/success")}
+        for run in (r for r in store.metrics.runs() if r.startswith("rpr-")):
+            points = {p.step: p.value for p in store.metrics.points(run, "rpr/reward")}
+            wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
             for step in sorted(points):
                 xs.append(offset + step)
                 rewards.append(points[step])

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
 
-from engine.runbooks import Runbook
+from engine.store.records import Runbook
 from trsi_tui.messages import LiveChanged
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
@@ -68,7 +68,7 @@ class RunbooksScreen(Screen):
 
     def action_refresh(self) -> None:
         status = self.query_one("#status", Select).value
-        runbooks = self.app.store.runbooks(status=None if status == "all" else str(status))
+        runbooks = self.app.store.runbooks.list(status=None if status == "all" else str(status))
         table = self.query_one("#runbooks", DataTable)
         cursor = table.cursor_row
         table.clear()
@@ -79,14 +79,14 @@ class RunbooksScreen(Screen):
                           reviewer, key=rb.id)
         if runbooks:
             table.move_cursor(row=min(cursor, len(runbooks) - 1))
-            self.show(self.app.store.runbook(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
+            self.show(self.app.store.runbooks.get(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
         else:
             self.show(None)
 
     @on(DataTable.RowHighlighted, "#runbooks")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is not None and (self.current is None or self.current.id != event.row_key.value):
-            self.show(self.app.store.runbook(str(event.row_key.value)))
+            self.show(self.app.store.runbooks.get(str(event.row_key.value)))
 
     def show(self, rb: Runbook | None) -> None:
         self.current = rb
@@ -129,7 +129,7 @@ class RunbooksScreen(Screen):
         text = self.query_one("#text", TextArea)
         if self.current is None or text.read_only:
             return
-        self.current = self.app.store.edit_runbook(self.current.id, text.text)
+        self.current = self.app.store.runbooks.edit(self.current.id, text.text)
         text.read_only = True
         self.notify(f"Saved edit of runbook {self.current.id}.")
         self.action_refresh()
@@ -145,9 +145,9 @@ class RunbooksScreen(Screen):
             return
         text = self.query_one("#text", TextArea)
         if not text.read_only and text.text != printable(self.current.text):
-            self.app.store.edit_runbook(self.current.id, text.text)  # approving an edit keeps the edit
+            self.app.store.runbooks.edit(self.current.id, text.text)  # approving an edit keeps the edit
         note_input = self.query_one("#note", Input)
-        decided = self.app.store.decide_runbook(self.current.id, status, by="human", note=note_input.value.strip())
+        decided = self.app.store.runbooks.decide(self.current.id, status, by="human", note=note_input.value.strip())
         note_input.value = ""
         self.notify(f"Runbook {decided.id} ({decided.task}) {status}.")
         self.query_one("#runbooks", DataTable).focus()

@@ -19,7 +19,7 @@ class StartRsrScreen(FormScreen):
     def form_body(self) -> ComposeResult:
         config = self.engine.config
         yield Label("Round")
-        yield Input(str(self.engine.store.next_rsr_round()), type="integer", id="round", compact=True)
+        yield Input(str(self.engine.store.rsr.next_round()), type="integer", id="round", compact=True)
         yield Label("Model")
         yield Input(DEFAULT_MODEL, id="model", compact=True)
         yield Label("Suite")

@@ -6,15 +6,14 @@ task names that exist in the suite) and dismisses with an `EvalRequest`, or None
 
 from __future__ import annotations
 
-
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Label, Select
 
-from engine.agents import SCRIPTED_AGENTS
 from engine.api import EvalRequest
-from engine.harnesses import HARNESSES
+from engine.rollout.agents import SCRIPTED_AGENTS
+from engine.rollout.harnesses import HARNESSES
 from engine.tasks import load_suite
 from trsi_tui.screens.form import FormScreen, backend_select, positive
 

@@ -81,8 +81,8 @@ class TasksScreen(Screen):
 
     def _valid_text(self, name: str) -> str:
         store = self.app.store
-        oracle = store.latest_episode(name, "oracle", "tasks-check")
-        nop = store.latest_episode(name, "nop", "tasks-check")
+        oracle = store.runs.latest_episode(name, "oracle", "tasks-check")
+        nop = store.runs.latest_episode(name, "nop", "tasks-check")
         if oracle is None or nop is None:
             return "unchecked"
         return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"
@@ -96,19 +96,19 @@ class TasksScreen(Screen):
             f"{'internet' if task.environment.allow_internet else 'no network'}\n"
             f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]")
         self.query_one("#instruction", Markdown).update(printable(task.instruction))
-        oracle = store.latest_episode(task.name, "oracle")
+        oracle = store.runs.latest_episode(task.name, "oracle")
         if oracle is None:
             checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
         else:
             rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
                     + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
-                    for c in store.checks(oracle.id)]
+                    for c in store.runs.checks(oracle.id)]
             checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
             checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"
         self.query_one("#checks", Static).update(checks)
         lines = []
         for agent, want in (("oracle", "passes every check"), ("nop", "must not succeed")):
-            ep = store.latest_episode(task.name, agent, "tasks-check")
+            ep = store.runs.latest_episode(task.name, agent, "tasks-check")
             if ep is None:
                 lines.append(f"{agent}: not checked ({agent} {want})")
             else:
@@ -139,7 +139,7 @@ def _known_suites(app) -> list[Path]:
     """The built-in suite, the configured one, and every suite a stored run used."""
     seen: list[Path] = []
     candidates = [builtin_tasks_dir(), app.engine.suite_path(None)]
-    candidates += [Path(r.tasks_path) for r in app.store.runs(200) if r.tasks_path]
+    candidates += [Path(r.tasks_path) for r in app.store.runs.list(200) if r.tasks_path]
     for path in candidates:
         if path.is_dir() and path not in seen:
             seen.append(path)

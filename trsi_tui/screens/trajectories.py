@@ -51,7 +51,7 @@ class TrajectoriesScreen(Screen):
     def _load_runs(self) -> None:
         select = self.query_one("#run", Select)
         current = None if select.is_blank() else select.value
-        runs = self.app.store.runs(200)
+        runs = self.app.store.runs.list(200)
         select.set_options([(f"{r.id}  {r.kind} {r.agent}", r.id) for r in runs])
         if current is not None and any(r.id == current for r in runs):
             select.value = current
@@ -71,7 +71,7 @@ class TrajectoriesScreen(Screen):
         run = None if select.is_blank() else str(select.value)
         needle = self.query_one("#task", Input).value.strip().lower()
         outcome = self.query_one("#outcome", Select).value
-        episodes = self.app.store.episodes(run_id=run)
+        episodes = self.app.store.runs.episodes(run_id=run)
         shown = []
         for e in episodes:
             kind = "infra" if e.reward is None else ("passed" if e.success else "failed")

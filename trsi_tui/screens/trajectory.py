@@ -12,7 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from engine.agents import AgentStep
+from engine.results import AgentStep
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import one_line
 
@@ -43,9 +43,9 @@ class TrajectoryScreen(Screen):
 
     def on_mount(self) -> None:
         store = self.app.store
-        episode = store.episode(self.episode_id)
-        model = store.episode_model(self.episode_id)
-        self.steps = store.steps(self.episode_id)
+        episode = store.runs.episode(self.episode_id)
+        model = store.runs.episode_model(self.episode_id)
+        self.steps = store.runs.steps(self.episode_id)
         head = (f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}"
                 + (f"  model {model.model} ({model.harness})" if model.model else ""))
         verdict = (f"{'[green]PASS[/]' if episode.success else '[red]FAIL[/]'}  {episode.checks_passed}/"
@@ -61,7 +61,7 @@ class TrajectoryScreen(Screen):
             exit_text = "timeout" if s.timed_out else ("-" if s.exit_code is None else str(s.exit_code))
             table.add_row(str(i + 1), one_line(command, 40), exit_text,
                           f"{s.duration_s + s.generation_s:.2f}s")
-        checks = store.checks(self.episode_id)
+        checks = store.runs.checks(self.episode_id)
         lines = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {escape(c.name)}" for c in checks]
         if episode.error:
             lines.append(f"[red]{escape(episode.error)}[/]")

@@ -10,21 +10,8 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from typing import Literal
 
-CheckStatus = Literal["passed", "failed", "skipped", "error"]
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    status: CheckStatus
-    message: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.status == "passed"
+from engine.results import CheckResult, CheckStatus
 
 
 class VerifierParseError(ValueError):

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from engine.store import EpisodeRecord, Store
+from engine.store import Store
+from engine.store.records import EpisodeRecord
 
 ATIF_VERSION = "ATIF-v1.4"
 AGENT_VERSION = "0.1.0"
@@ -30,14 +31,14 @@ def _conversation(messages: list[dict], steps) -> list[dict]:
 
 
 def jsonl_record(store: Store, e: EpisodeRecord) -> dict:
-    steps = store.steps(e.id)
-    model = store.episode_model(e.id)
+    steps = store.runs.steps(e.id)
+    model = store.runs.episode_model(e.id)
     return {
         "episode_id": e.id, "run_id": e.run_id, "task": e.task, "split": e.split, "agent": e.agent,
         "model": model.model, "harness": model.harness, "status": e.status, "success": e.success,
         "checks_passed": e.checks_passed, "checks_total": e.checks_total, "reward": e.reward,
         "failure_mode": e.failure_mode, "stop_reason": e.stop_reason,
-        "checks": [{"name": c.name, "status": c.status} for c in store.checks(e.id)],
+        "checks": [{"name": c.name, "status": c.status} for c in store.runs.checks(e.id)],
         "messages": _conversation(model.messages, steps),
         "steps": [{"command": s.command, "action_text": s.action_text, "observation": s.output,
                    "token_ids": list(s.token_ids), "logprobs": list(s.logprobs), "prompt_tokens": s.prompt_tokens,
@@ -48,8 +49,8 @@ def jsonl_record(store: Store, e: EpisodeRecord) -> dict:
 
 
 def atif_trajectory(store: Store, e: EpisodeRecord) -> dict:
-    steps = store.steps(e.id)
-    model = store.episode_model(e.id)
+    steps = store.runs.steps(e.id)
+    model = store.runs.episode_model(e.id)
     out: list[dict] = []
     for m in model.messages:
         out.append({"step_id": len(out) + 1, "source": "system" if m.get("role") == "system" else "user",
@@ -86,7 +87,7 @@ def atif_trajectory(store: Store, e: EpisodeRecord) -> dict:
 
 def export_run(store: Store, run_id: str, fmt: str, path: Path) -> int:
     convert = {"jsonl": jsonl_record, "atif": atif_trajectory}[fmt]
-    episodes = store.episodes(run_id)
+    episodes = store.runs.episodes(run_id)
     with Path(path).open("w") as fh:
         for line in _lines(store, episodes, convert):
             fh.write(line + "\n")

@@ -12,12 +12,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.agents import Agent
 from engine.config import Config
-from engine.episode import EpisodeResult, run_episode
 from engine.events import EpisodeFinished, EpisodeStarted, EventBus, RunFinished, RunStarted
-from engine.store import Store
+from engine.results import EpisodeResult
+from engine.rollout.agents import Agent
+from engine.rollout.episode import run_episode
 from engine.stats import bootstrap_pass_at_1, by_task, pass_at_k
+from engine.store import Store
 from engine.tasks import Task
 from sandboxes import Sandbox
 
@@ -102,7 +103,7 @@ class EpisodeRunner:
         if self._cancel.is_set():
             return None  # stopped mid-way: not a real outcome, so not stored
         if self.store is not None:
-            self.store.record_episode(result)
+            self.store.runs.record_episode(result)
         if self.on_finished is not None:
             self.on_finished(job, result)
         self.bus.emit(EpisodeFinished(run_id, result))
@@ -113,7 +114,7 @@ class EpisodeRunner:
     ) -> tuple[str, list[EpisodeResult]]:
         run_id = uuid.uuid4().hex[:12]
         if self.store is not None:
-            run_id = self.store.create_run(
+            run_id = self.store.runs.create(
                 kind, backend=self.backend, agent=agent_label, tasks_path=tasks_path, total=len(jobs),
                 config=self.config.model_dump(),
             )
@@ -141,44 +142,6 @@ class EpisodeRunner:
             results.sort(key=lambda r: r.episode_id)
             summary = summarize(results)
             if self.store is not None:
-                self.store.finish_run(run_id, status, summary)
+                self.store.runs.finish(run_id, status, summary)
             self.bus.emit(RunFinished(run_id, float(summary["success_rate"] or 0.0), len(results)))
         return run_id, results
-
-
-class KeyedRunner:
-    """Runs jobs that each carry a key, for work that must resume without repeating itself.
-
-    `record(key, result)` is called the moment each episode is stored, so the caller can link
-    the episode to its key in the same breath; after a kill, jobs whose keys are recorded are
-    simply not submitted again. Stopping (`cancel`, or `should_stop` turning true between
-    episodes) raises InterruptedError once the running episodes are shut down.
-    """
-
-    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus,
-                 should_stop: Callable[[], bool] = lambda: False) -> None:
-        self.config, self.backend, self.store, self.bus = config, backend, store, bus
-        self.should_stop = should_stop
-        self._runner: EpisodeRunner | None = None
-
-    def cancel(self) -> None:
-        if self._runner is not None:
-            self._runner.cancel()
-
-    def run(self, jobs: list[tuple[str, EpisodeJob]], *, record: Callable[[str, EpisodeResult], None], kind: str,
-            tasks_path: str, concurrency: int, what: str) -> str:
-        """Returns the run id; `what` names the work in the InterruptedError ("RPR stage 1 round 2")."""
-        keys = {id(job): key for key, job in jobs}
-
-        def finished(job: EpisodeJob, result: EpisodeResult) -> None:
-            record(keys[id(job)], result)
-            if self.should_stop():
-                runner.cancel()
-
-        runner = self._runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store,
-                                              bus=self.bus, on_finished=finished)
-        run_id, _ = runner.run([job for _, job in jobs], kind=kind, agent_label="model", tasks_path=tasks_path,
-                               concurrency=concurrency)
-        if runner.cancelled:
-            raise InterruptedError(f"{what} stopped")
-        return run_id

@@ -1,6 +1,6 @@
 """Tasks in the native (Harbor / Terminal-Bench 2.x) layout, and suites of them.
 
-Classic Terminal-Bench tasks (task.yaml) load too: see engine/task_import.py.
+Classic Terminal-Bench tasks (task.yaml) load too: see engine/tasks/importer.py.
 
     task.toml          [metadata] [agent] timeout_sec [verifier] timeout_sec, env
                        [environment] cpus, memory_mb | memory, storage_mb, allow_internet
@@ -21,6 +21,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engine.tasks.importer import TaskImportError, cached_conversion, is_classic, looks_like_task
 
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
@@ -125,8 +127,6 @@ def load_task(path: Path, split: str | None = None) -> Task:
     path = Path(path)
     if not path.is_dir():
         raise TaskLoadError(path, "not a directory")
-    from engine.task_import import TaskImportError, cached_conversion, is_classic
-
     if is_classic(path):
         # Classic Terminal-Bench: run the converted copy (same name, cached by content).
         try:
@@ -188,10 +188,6 @@ def load_task(path: Path, split: str | None = None) -> Task:
     return task
 
 
-def _looks_like_task(path: Path) -> bool:
-    return any((path / marker).exists() for marker in ("task.toml", "task.yaml", "instruction.md", "tests"))
-
-
 def load_suite(root: Path) -> Suite:
     """Every task under `root` (or `root` itself if it is one); errors are collected, not raised."""
     root = Path(root)
@@ -201,7 +197,7 @@ def load_suite(root: Path) -> Suite:
         return Suite(root, [], [TaskLoadError(root, "no such task directory")])
 
     def visit(directory: Path, split: str | None) -> None:
-        if _looks_like_task(directory):
+        if looks_like_task(directory):
             try:
                 tasks.append(load_task(directory, split))
             except TaskLoadError as exc:

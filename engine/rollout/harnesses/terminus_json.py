@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine.harnesses.base import Action, Command, Harness, clamp_duration
+from engine.rollout.harnesses.base import Action, Command, Harness, clamp_duration
 
 EXAMPLE = """{
   "analysis": "The file /app/input.txt exists; I need its line count in /app/count.txt.",

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.agents import NopAgent, OracleAgent
-from engine.episode import EpisodeResult
-from engine.runner import EpisodeJob, EpisodeRunner
+from engine.results import EpisodeResult
+from engine.rollout.agents import NopAgent, OracleAgent
+from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.tasks import Suite, Task
 
 

@@ -9,24 +9,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from engine.results import AgentStep
 from engine.tasks import Task
 from sandboxes import Sandbox
-
-
-@dataclass(frozen=True)
-class AgentStep:
-    command: str
-    output: str
-    exit_code: int | None
-    timed_out: bool
-    duration_s: float
-    # Model-driven steps: the reply, its exact sampled tokens, and what went wrong parsing it.
-    action_text: str = ""
-    token_ids: tuple[int, ...] = ()
-    logprobs: tuple[float, ...] = ()
-    prompt_tokens: int = 0
-    parse_error: str = ""
-    generation_s: float = 0.0
 
 
 @dataclass

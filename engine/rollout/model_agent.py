@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 
-from engine.agents import AgentRun, AgentStep, StepListener
-from engine.harnesses import Harness, StepResult
-from engine.harnesses.base import MAX_COMMAND_SECONDS, Turn
+from engine.results import AgentStep
+from engine.rollout.agents import AgentRun, StepListener
+from engine.rollout.harnesses import Harness, StepResult
+from engine.rollout.harnesses.base import MAX_COMMAND_SECONDS, Turn
+from engine.rollout.token_buffer import TokenBuffer, check_prefix_preserving
 from engine.tasks import Task
-from engine.token_buffer import TokenBuffer, check_prefix_preserving
 from sandboxes import Sandbox
 
 # How a runbook (RSR replay) joins the task message. The dataset builder removes exactly this

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from engine.harnesses.base import Action, Command, Harness
+from engine.rollout.harnesses.base import Action, Command, Harness
 
 _BASH = re.compile(r"<bash>(.*?)</bash>", re.DOTALL)
 _DONE = re.compile(r"<done\s*/>|<done>\s*</done>")

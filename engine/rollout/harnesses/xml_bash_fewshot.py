@@ -8,7 +8,7 @@ the habit of writing results to files, not any task's answer.
 
 from __future__ import annotations
 
-from engine.harnesses.xml_bash import XmlBash
+from engine.rollout.harnesses.xml_bash import XmlBash
 
 EXAMPLES = """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from engine.harnesses.base import Action, Command, Harness
+from engine.rollout.harnesses.base import Action, Command, Harness
 
 _FENCE = re.compile(r"```[ \t]*(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _DONE = re.compile(r"(?<![A-Za-z])DONE(?![A-Za-z])")

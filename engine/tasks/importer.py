@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from engine.paths import resolve_paths
+
 TB_AGENT_TIMEOUT = 180
 TB_TEST_TIMEOUT = 30
 # Files of a classic task that are not part of its Docker build context.
@@ -185,12 +187,17 @@ def convert_classic(src: Path, dest: Path) -> Path:
     return dest
 
 
+def looks_like_task(path: Path) -> bool:
+    """Discovery, shared by suites and imports: a directory with any of a task's markers."""
+    return any((path / marker).exists() for marker in ("task.toml", "task.yaml", "instruction.md", "tests"))
+
+
 def cached_conversion(src: Path) -> Path:
     """A converted copy of a classic task, reused while the source is unchanged."""
     h = hashlib.sha256()
     for p in sorted(x for x in Path(src).rglob("*") if x.is_file()):
         h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trsi-tui" / "imported"
+    root = resolve_paths().cache_dir / "imported"
     dest = root / f"{Path(src).name}-{h.hexdigest()[:12]}" / Path(src).name
     if not (dest / "task.toml").is_file():
         tmp = Path(tempfile.mkdtemp(prefix="convert-", dir=_ensure(root)))
@@ -211,12 +218,10 @@ def _ensure(p: Path) -> Path:
 
 def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[Path, str]]]:
     """Convert every classic or Harbor task under `src` into `dest/<name>`."""
-    from engine.tasks import _looks_like_task  # the same discovery rules as suites
-
     done: list[ImportedTask] = []
     errors: list[tuple[Path, str]] = []
-    roots = [src] if _looks_like_task(src) else sorted(
-        p for p in Path(src).rglob("*") if p.is_dir() and _looks_like_task(p) and not _inside_task(p, src))
+    roots = [src] if looks_like_task(src) else sorted(
+        p for p in Path(src).rglob("*") if p.is_dir() and looks_like_task(p) and not _inside_task(p, src))
     for task_dir in roots:
         target = Path(dest) / task_dir.name
         if target.exists():
@@ -236,6 +241,4 @@ def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[
 
 
 def _inside_task(path: Path, root: Path) -> bool:
-    from engine.tasks import _looks_like_task
-
-    return any(_looks_like_task(parent) for parent in path.parents if parent != path and Path(root) in parent.parents)
+    return any(looks_like_task(parent) for parent in path.parents if parent != path and Path(root) in parent.parents)

@@ -8,74 +8,21 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, Literal
+from typing import Callable
 
-from engine.agents import Agent, AgentRun, AgentStep
 from engine.config import Config
 from engine.events import AgentStepTaken, EpisodePhase, EventBus, SandboxOutput
 from engine.paths import resolve_paths
 from engine.policy.base import PolicyError
-from engine.reward import shaped_reward
+from engine.results import AgentStep, EpisodeResult, EpisodeStatus
+from engine.rollout.agents import Agent, AgentRun
+from engine.rollout.reward import shaped_reward
+from engine.rollout.verifier import VerifierOutcome, run_verifier
 from engine.tasks import Task
-from engine.verifier import VerifierOutcome, run_verifier
-from engine.verifier_results import CheckResult
 from sandboxes import Limits, Sandbox, SandboxError, SandboxSpec, create_sandbox
 
-EpisodeStatus = Literal["completed", "agent_timeout", "verifier_timeout", "verifier_error", "infra_error"]
 ENV_STAGING = "/run/trsi/environment"
-
-
-@dataclass(frozen=True)
-class EpisodeResult:
-    episode_id: str
-    run_id: str
-    task: str
-    split: str | None
-    agent: str
-    backend: str
-    attempt: int
-    status: EpisodeStatus
-    success: bool
-    checks_passed: int
-    checks_total: int
-    reward: float | None
-    failure_mode: str = ""
-    error: str = ""
-    checks: tuple[CheckResult, ...] = ()
-    steps: tuple[AgentStep, ...] = ()
-    verifier_source: str = ""
-    verifier_output: str = ""
-    started_at: str = ""
-    duration_s: float = 0.0
-    phase_s: dict[str, float] = field(default_factory=dict)
-    # Limits the sandbox hit (oom_kill, pids_limit) and output_capped: why a run went wrong.
-    resource_events: tuple[str, ...] = ()
-    # Model agents: why the agent's turn ended, and the episode's token buffer with its mask.
-    stop_reason: str = ""
-    token_ids: tuple[int, ...] = ()
-    token_mask: tuple[int, ...] = ()
-    messages: tuple[dict, ...] = ()
-    harness: str = ""
-    model: str = ""
-
-    @property
-    def scored(self) -> bool:
-        """False for infrastructure failures, which must never be treated as a zero reward."""
-        return self.reward is not None
-
-    def summary(self) -> dict[str, object]:
-        return {
-            "episode_id": self.episode_id, "task": self.task, "split": self.split, "agent": self.agent,
-            "backend": self.backend, "attempt": self.attempt, "status": self.status,
-            "success": self.success, "checks_passed": self.checks_passed,
-            "checks_total": self.checks_total, "reward": self.reward,
-            "failure_mode": self.failure_mode, "error": self.error,
-            "resource_events": list(self.resource_events), "stop_reason": self.stop_reason,
-            "checks": [{"name": c.name, "status": c.status} for c in self.checks],
-            "duration_s": round(self.duration_s, 3),
-        }
 
 
 def sandbox_spec(task: Task, config: Config) -> SandboxSpec:

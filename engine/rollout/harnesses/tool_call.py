@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import re
 
-from engine.harnesses.base import Action, Command, Harness, clamp_duration
-from engine.harnesses.terminus_json import _json_objects
+from engine.rollout.harnesses.base import Action, Command, Harness, clamp_duration
+from engine.rollout.harnesses.terminus_json import _json_objects
 
 TOOLS = [
     {"type": "function", "function": {

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from engine.tasks import Task
-from engine.verifier_results import (
-    CheckResult,
+from engine.results import CheckResult
+from engine.rollout.verifier_results import (
     VerifierParseError,
     parse_ctrf,
     parse_junit,
@@ -22,6 +21,7 @@ from engine.verifier_results import (
     parse_reward_json,
     parse_reward_txt,
 )
+from engine.tasks import Task
 from sandboxes import Sandbox, SandboxError
 
 VerifierStatus = Literal["ok", "timeout", "error"]

@@ -1,12 +1,12 @@
 """Agent harnesses: how a model is prompted, how its replies become shell commands, and how
 command results are shown back to it. Select one by name with `get_harness`."""
 
-from engine.harnesses.base import Action, Command, Harness, StepResult, truncate_middle
-from engine.harnesses.fenced_bash import FencedBash
-from engine.harnesses.terminus_json import TerminusJson
-from engine.harnesses.tool_call import ToolCall
-from engine.harnesses.xml_bash import XmlBash
-from engine.harnesses.xml_bash_fewshot import XmlBashFewShot
+from engine.rollout.harnesses.base import Action, Command, Harness, StepResult, truncate_middle
+from engine.rollout.harnesses.fenced_bash import FencedBash
+from engine.rollout.harnesses.terminus_json import TerminusJson
+from engine.rollout.harnesses.tool_call import ToolCall
+from engine.rollout.harnesses.xml_bash import XmlBash
+from engine.rollout.harnesses.xml_bash_fewshot import XmlBashFewShot
 
 HARNESSES: dict[str, type[Harness]] = {h.name: h for h in (TerminusJson, XmlBash, XmlBashFewShot, FencedBash, ToolCall)}
 

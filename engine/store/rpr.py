@@ -1,0 +1,32 @@
+"""RPR: each stage's settings and where it stands (round cursor, final actor), and its rollouts."""
+
+from __future__ import annotations
+
+from engine.store.jobs import JobRepository
+from engine.store.records import RprRunRecord
+from engine.store.schema import Database, now
+
+
+class RprRepository:
+    def __init__(self, database: Database, jobs: JobRepository) -> None:
+        self._d, self._jobs = database, jobs
+
+    def run(self, round: int) -> RprRunRecord | None:
+        rows = self._d.rows("SELECT * FROM rpr_runs WHERE round = ?", [round])
+        if not rows:
+            return None
+        r = rows[0]
+        return RprRunRecord(r["round"], r["model"] or "", r["tasks_path"] or "", r["settings"] or "{}",
+                            r["status"] or "", r["iteration"] or 0, r["checkpoint"] or "", r["start_adapter"] or "",
+                            r["critic_from"] or "", r["detail"] or "", r["updated_at"] or "")
+
+    def put_run(self, round: int, **fields: object) -> None:
+        with self._d.lock:
+            self._d.db["rpr_runs"].upsert({"round": round, **fields, "updated_at": now()}, pk="round")
+
+    def job_done(self, round: int, iteration: int, key: str, run_id: str, episode_id: str, success: bool) -> None:
+        self._jobs.done(f"rpr/{round}/{iteration}", key, run_id, episode_id, success)
+
+    def jobs(self, round: int, iteration: int) -> dict[str, str]:
+        """Finished rollouts of one RPR iteration: key -> episode id."""
+        return {k: j.episode_id for k, j in self._jobs.finished(f"rpr/{round}/{iteration}").items()}
