@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from engine.api import Engine  # noqa: E402
 from engine.config import Config  # noqa: E402
 from tests.test_tui_snapshots import SIZE, feed_live_episodes  # noqa: E402
-from tests.tui_data import EVAL_RUN, build_store  # noqa: E402
+from tests.tui_data import EVAL_RUN, build_store, settle  # noqa: E402
 from trsi_tui.app import create_app  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
@@ -30,6 +30,7 @@ async def shoot() -> None:
         app = create_app(Engine(Config(), build_store(Path(tmp) / "db.sqlite")))
         async with app.run_test(size=SIZE) as pilot:
             async def save(name: str) -> None:
+                await settle(pilot)
                 await pilot.pause(0.3)
                 app.save_screenshot(str(OUT / f"{name}.svg"))
                 print(OUT / f"{name}.svg")
@@ -39,14 +40,18 @@ async def shoot() -> None:
             feed_live_episodes(app)
             await save("sandboxes")
             await pilot.press("3")
+            await settle(pilot)
             table = app.screen.query_one("#tasks")
             table.move_cursor(row=table.get_row_index("count-lines-1"))
             await save("tasks")
             await pilot.press("4")
             await save("trajectories")
             app.screen.filter_run(EVAL_RUN)
+            await settle(pilot)
             app.screen.query_one("#episodes").focus()
-            await pilot.press("enter", "n")
+            await pilot.press("enter")
+            await settle(pilot)
+            await pilot.press("n")
             await save("trajectory")
             await pilot.press("escape", "5", "down")
             await save("runbooks")

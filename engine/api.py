@@ -13,6 +13,7 @@ from engine.rollout.agents import make_agent
 from engine.rollout.runner import EpisodeJob, EpisodeRunner, summarize
 from engine.rollout.validation import TaskCheck, check_suites
 from engine.stage import StageContext
+from engine.stats import RunComparison, compare_runs
 from engine.store import Store
 from engine.tasks import Suite, load_suite
 from sandboxes import preflight
@@ -186,6 +187,15 @@ class Engine:
             return self._work.run()
         finally:
             self._work = None
+
+    def compare_runs(self, run_a: str, run_b: str) -> RunComparison:
+        """pass@1 of run B against run A on their shared tasks; KeyError for an unknown run,
+        ValueError when they share no scored task."""
+        outcomes = []
+        for run_id in (run_a, run_b):
+            self.store.runs.get(run_id)
+            outcomes.append([(e.task, e.success) for e in self.store.runs.episodes(run_id) if e.reward is not None])
+        return compare_runs(*outcomes)
 
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
         return self.evaluate(

@@ -93,6 +93,8 @@ class RprConfig(_Section):
     lr_warmup_steps: int = Field(0, ge=0)
     ppo_epochs: int = Field(2, ge=1, le=32)
     minibatch_episodes: int = Field(4, ge=1, le=1024)
+    # token-mean: every action token of a minibatch weighs the same; seq-mean-token-mean: every episode does.
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
     normalize_advantages: bool = True
     grad_clip: float = Field(1.0, gt=0)
     max_len: int = Field(2048, ge=64, description="longer episodes are left out of the loss and counted")
@@ -236,6 +238,7 @@ critic_lr = 1e-4
 lr_warmup_steps = 0
 ppo_epochs = 2
 minibatch_episodes = 4
+loss_agg_mode = "token-mean"  # or "seq-mean-token-mean": every episode weighs the same
 normalize_advantages = true
 grad_clip = 1.0
 max_len = 2048             # longer episodes are left out of the loss (and counted)

@@ -27,6 +27,15 @@ class Interval:
         return [round(self.low, 4), round(self.high, 4)]
 
 
+def interval_text(estimate: float | None, low: float | None = None, high: float | None = None) -> str:
+    """pass@1 with its 95% interval, as every table shows it: "0.500 [0.250, 0.750]"; "-" for none."""
+    if estimate is None:
+        return "-"
+    if low is None or high is None:
+        return f"{estimate:.3f}"
+    return f"{estimate:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def by_task(outcomes: Iterable[tuple[str, bool]]) -> dict[str, list[bool]]:
     grouped: dict[str, list[bool]] = defaultdict(list)
     for task, success in outcomes:
@@ -76,3 +85,50 @@ def compare(a: dict[str, list[bool]], b: dict[str, list[bool]], *, samples: int 
     n = len(diffs)
     means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(samples))
     return Interval(sum(diffs) / n, means[int(0.025 * (samples - 1))], means[int(0.975 * (samples - 1))])
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Run B against run A on the tasks both scored."""
+
+    shared_tasks: int
+    pass_a: float
+    pass_b: float
+    difference: Interval  # pass@1(b) - pass@1(a), paired task bootstrap
+
+
+def compare_runs(a: Iterable[tuple[str, bool]], b: Iterable[tuple[str, bool]]) -> RunComparison:
+    """(task, success) of each run's scored episodes -> the paired comparison; ValueError when
+    the runs share no task."""
+    groups_a, groups_b = by_task(a), by_task(b)
+    diff = compare(groups_a, groups_b)
+    shared = sorted(set(groups_a) & set(groups_b))
+    return RunComparison(len(shared), pass_at_1({t: groups_a[t] for t in shared}),
+                         pass_at_1({t: groups_b[t] for t in shared}), diff)
+
+
+@dataclass(frozen=True)
+class TaskAggregate:
+    task: str
+    episodes: int
+    successes: int
+    scored: int
+
+    @property
+    def success_rate(self) -> float | None:
+        return None if not self.scored else self.successes / self.scored
+
+    @property
+    def infra_errors(self) -> int:
+        return self.episodes - self.scored
+
+
+def per_task(outcomes: Iterable[tuple[str, bool, bool]]) -> list[TaskAggregate]:
+    """(task, success, scored) per episode -> one aggregate per task, in first-seen order."""
+    tally: dict[str, list[int]] = {}
+    for task, success, scored in outcomes:
+        t = tally.setdefault(task, [0, 0, 0])
+        t[0] += 1
+        t[1] += int(bool(success) and bool(scored))
+        t[2] += int(bool(scored))
+    return [TaskAggregate(task, n, wins, scored) for task, (n, wins, scored) in tally.items()]

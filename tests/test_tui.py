@@ -14,7 +14,7 @@ from engine.config import Config, parse_config
 from engine.events import EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
-from tests.tui_data import EVAL_RUN, build_store
+from tests.tui_data import EVAL_RUN, build_store, settle
 from trsi_tui.app import create_app
 from trsi_tui.screens.confirm import ConfirmScreen
 from trsi_tui.screens.curves import CurvesScreen
@@ -41,6 +41,7 @@ def text_of(app, selector: str) -> str:
 async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
     app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
         assert stages.get_row_at(0)[:2] == ["Base", "done"]
         assert stages.get_row_at(0)[2] == "0.500 [0.250, 0.750]"
@@ -96,12 +97,14 @@ async def test_step_through_a_stored_trajectory(tmp_path: Path):
     app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("4")
+        await settle(pilot)
         app.screen.filter_run(EVAL_RUN)
-        await pilot.pause()
+        await settle(pilot)
         table = app.screen.query_one("#episodes", DataTable)
         assert table.row_count == 7
         table.focus()
         await pilot.press("enter")
+        await settle(pilot)
         assert isinstance(app.screen, TrajectoryScreen)
         assert "PASS" in text_of(app, "#summary") and "Step 1 of 4" in text_of(app, "#step-detail")
         await pilot.press("n")
@@ -113,6 +116,7 @@ async def test_step_through_a_stored_trajectory(tmp_path: Path):
         assert "Step 3 of 4" in text_of(app, "#step-detail")
         assert "✓ a" in text_of(app, "#final")
         await pilot.press("escape")
+        await settle(pilot)
         assert app.screen.query_one("#episodes", DataTable).row_count == 7
 
 
@@ -120,16 +124,18 @@ async def test_trajectory_filters_narrow_the_list(tmp_path: Path):
     app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("4")
+        await settle(pilot)
         screen = app.screen
         assert screen.query_one("#episodes", DataTable).row_count == 11  # every run's episodes
         screen.filter_run(EVAL_RUN)
+        await settle(pilot)
         screen.query_one("#outcome").value = "infra"
-        await pilot.pause()
+        await settle(pilot)
         table = screen.query_one("#episodes", DataTable)
         assert table.row_count == 1 and table.get_row_at(0)[7] == "sandbox_error"
         screen.query_one("#outcome").value = "all"
         await pilot.press("slash", *"copy")
-        await pilot.pause()
+        await settle(pilot)
         assert {table.get_row_at(i)[1] for i in range(table.row_count)} == {"copy-file-1", "copy-file-2"}
 
 
@@ -138,6 +144,7 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
     app = create_app(Engine(Config(), store))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("5")
+        await settle(pilot)
         assert isinstance(app.screen, RunbooksScreen)
         table = app.screen.query_one("#runbooks", DataTable)
         assert table.row_count == 2  # the pending queue; the approved one is filtered out
@@ -147,9 +154,11 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         await pilot.press("e")
         app.screen.query_one("#text").insert("\n4. Done.\n")
         await pilot.press("ctrl+s")
+        await settle(pilot)
         assert store.runbooks.get(clean).edited and "4. Done." in store.runbooks.get(clean).text
         table.focus()
         await pilot.press("a")
+        await settle(pilot)
         approved = Store(tmp_path / "db.sqlite").runbooks.get(clean)  # a fresh reader sees the decision
         assert (approved.status, approved.decided_by) == ("approved", "human")
 
@@ -157,6 +166,7 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         app.screen.query_one("#note", Input).value = "quotes the verifier"
         table.focus()
         await pilot.press("x")
+        await settle(pilot)
         rejected = Store(tmp_path / "db.sqlite").runbooks.get(leaky)
         assert (rejected.status, rejected.note) == ("rejected", "quotes the verifier")
         assert table.row_count == 0 and "No runbooks" in text_of(app, "#meta")
@@ -172,6 +182,7 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
     engine = Engine(Config(), store)
     app = create_app(engine)
     async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
         assert stages.get_row_at(1)[1] == "running"
         assert "RPR rollouts" in app.screen.reward_title and "6 round" in app.screen.reward_title
@@ -196,6 +207,7 @@ async def test_curves_plot_rewards_and_training_metrics(tmp_path: Path):
     app = create_app(Engine(Config(), build_store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("6")
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, CurvesScreen) and screen.run_id == EVAL_RUN
         assert screen.titles["reward"].endswith("(6 scored)")
@@ -203,6 +215,7 @@ async def test_curves_plot_rewards_and_training_metrics(tmp_path: Path):
         runs = screen.query_one("#runs", DataTable)
         runs.focus()
         await pilot.press("down", "down")  # runs newest first, then runs that only log metrics
+        await settle(pilot)
         assert screen.run_id == "20261129-130000-sft001"
         assert screen.titles["training"] == "Training metrics: sft/loss"
         assert screen.query_one("#stages").display  # Base has a pass@1, so the stage chart shows
@@ -347,12 +360,14 @@ async def test_runbooks_drafted_by_a_running_round_appear_in_the_open_queue(tmp_
     app = create_app(Engine(Config(), store))
     async with app.run_test(size=(140, 40)) as pilot:
         await pilot.press("5")
+        await settle(pilot)
         table = app.screen.query_one("#runbooks", DataTable)
         assert table.row_count == 0
         rid = store.runbooks.add(RunbookDraft("hello-a", 1, "ep", "# Goal\nx\n", "xml-bash", author="template"))
         app.engine.bus.emit(RunbookDrafted(1, rid, "hello-a", "pending"))
         app.engine.bus.emit(RsrProgress(1, "approval", "waiting for a person to decide 1 runbook(s) in the TUI"))
         await pilot.pause(0.1)
+        await settle(pilot)
         assert table.row_count == 1 and "written by template" in text_of(app, "#meta")
         await pilot.press("1")
         assert "RSR round 1: approval: waiting for a person" in text_of(app, "#now")

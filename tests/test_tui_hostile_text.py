@@ -14,7 +14,7 @@ from engine.config import Config
 from engine.events import EpisodeStarted, RunStarted, SandboxOutput
 from engine.results import AgentStep
 from engine.store import Store
-from tests.tui_data import _checks, _episode
+from tests.tui_data import _checks, _episode, settle
 from trsi_tui.app import create_app
 from trsi_tui.safe_text import one_line, printable
 from trsi_tui.screens.trajectory import TrajectoryScreen
@@ -114,7 +114,7 @@ async def test_a_stored_hostile_trajectory_renders_as_plain_text(tmp_path: Path)
     app = create_app(Engine(Config(), store))
     async with app.run_test(size=(120, 40)) as pilot:
         app.push_screen(TrajectoryScreen("hostile-0000"))
-        await pilot.pause(0.2)
+        await settle(pilot)
         for selector in ("#summary", "#step-detail", "#final"):
             text = str(app.screen.query_one(selector, Static).render())
             assert not UNSAFE.search(text), (selector, text)

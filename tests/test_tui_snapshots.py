@@ -14,7 +14,7 @@ import pytest
 from engine.api import Engine
 from engine.config import Config
 from engine.events import EpisodeFinished, EpisodePhase, EpisodeStarted, RunStarted, SandboxOutput
-from tests.tui_data import EVAL_RUN, _checks, _episode, build_store
+from tests.tui_data import EVAL_RUN, _checks, _episode, build_store, settle
 from trsi_tui.app import create_app
 
 SIZE = (120, 36)
@@ -40,8 +40,19 @@ def feed_live_episodes(app) -> None:
     emit(EpisodeFinished("live01", replace(result, episode_id="live01-0")))
 
 
+def keys(*pressed: str):
+    """A run_before that presses keys once the screens' store reads have landed, and settles again."""
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in pressed:
+            await pilot.press(key)
+            await settle(pilot)
+
+    return run_before
+
+
 def test_dashboard(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE)
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys())
 
 
 def test_sandboxes_streaming(snap_compare, app):
@@ -56,41 +67,46 @@ def test_sandboxes_streaming(snap_compare, app):
 def test_tasks(snap_compare, app):
     async def run_before(pilot) -> None:
         await pilot.press("3")
+        await settle(pilot)
         table = pilot.app.screen.query_one("#tasks")
         table.move_cursor(row=table.get_row_index("count-lines-1"))
-        await pilot.pause()
+        await settle(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
 def test_trajectories(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE, press=["4"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("4"))
 
 
 def test_trajectory_step(snap_compare, app):
     async def run_before(pilot) -> None:
         await pilot.press("4")
+        await settle(pilot)
         pilot.app.screen.filter_run(EVAL_RUN)
+        await settle(pilot)
         pilot.app.screen.query_one("#episodes").focus()
-        await pilot.press("enter", "n")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("n")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
 def test_runbooks(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE, press=["5", "down"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("5", "down"))
 
 
 def test_curves(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE, press=["6"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("6"))
 
 
 def test_start_run_form(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE, press=["n"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("n"))
 
 
 def test_help(snap_compare, app):
-    assert snap_compare(app, terminal_size=SIZE, press=["question_mark"])
+    assert snap_compare(app, terminal_size=SIZE, run_before=keys("question_mark"))
 
 
 def test_sandboxes_hostile_text(snap_compare, app):

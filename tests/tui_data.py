@@ -124,3 +124,23 @@ def build_store(path: Path) -> Store:
     store.db.execute("UPDATE runbooks SET id = 'rb-' || task || '-' || rowid")
     store.db.conn.commit()
     return store
+
+
+async def settle(pilot, timeout: float = 30.0) -> None:
+    """Let the screens' store reads finish and their results land (reads run on worker threads,
+    and a result may start the next read, so wait until none is pending)."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        await pilot.pause()
+        pending = [w for w in pilot.app.workers if w.group == "store" and not w.is_finished]
+        if not pending:
+            await pilot.pause()
+            if not [w for w in pilot.app.workers if w.group == "store" and not w.is_finished]:
+                return
+            continue
+        if time.monotonic() > deadline:
+            raise AssertionError(f"store reads still pending: {pending}")
+        await asyncio.sleep(0.01)

@@ -8,6 +8,7 @@ times a second, however fast the shells write.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
 
@@ -53,6 +54,8 @@ SCREENS_BY_MODE = {
     "runbooks": RunbooksScreen,
     "curves": CurvesScreen,
 }
+
+log = logging.getLogger(__name__)
 
 
 class TrsiApp(App):
@@ -161,7 +164,13 @@ class TrsiApp(App):
     # -- running work ------------------------------------------------------------------------
     def start_run(self, request: EvalRequest) -> bool:
         """Evaluate in the background and switch to the live sandboxes."""
-        return self._start(lambda: self.engine.run_request(request)[0].run_id)
+        return self._start(lambda: self._run_note(self.engine.run_request(request)[0].run_id))
+
+    def _run_note(self, run_id: str) -> str:
+        """What to tell the user about a finished run (read on the worker thread)."""
+        s = self.store.runs.get(run_id)
+        rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
+        return f"Run {run_id} {s.status}: success rate {rate}"
 
     def start_rsr(self, request: RsrRequest) -> bool:
         """Run (or resume) an RSR round in the background; its episodes stream to the Sandboxes screen."""
@@ -169,9 +178,8 @@ class TrsiApp(App):
             report = self.engine.rsr_round(request.round, model=request.model, tasks=request.tasks,
                                            backend=request.backend, concurrency=request.concurrency,
                                            approval=request.approval, attempts=request.attempts)
-            self.call_from_thread(self.notify, f"RSR round {report.round}: {report.samples} sample(s), "
-                                  f"checkpoint {report.checkpoint or 'none'}", title="RSR round done")
-            return ""
+            return (f"RSR round {report.round} done: {report.samples} sample(s), "
+                    f"checkpoint {report.checkpoint or 'none'}")
         return self._start(job)
 
     def start_pipeline(self, **kwargs) -> bool:
@@ -179,13 +187,12 @@ class TrsiApp(App):
         def job() -> str:
             stages = self.engine.pipeline(**kwargs)
             done = [s for s in stages.values() if s.status == "done"]
-            self.call_from_thread(self.notify, f"{len(done)} stage(s) done", title="Pipeline")
-            return ""
+            return f"Pipeline: {len(done)} stage(s) done"
         return self._start(job, mode="dashboard")
 
     def start_check(self, tasks: str, task: str) -> bool:
         """Validate one task (oracle passes, nop does not) in the background."""
-        return self._start(lambda: self.engine.check_tasks([tasks], only=(task,))[0])
+        return self._start(lambda: self._run_note(self.engine.check_tasks([tasks], only=(task,))[0]))
 
     def _start(self, job: Callable[[], str], mode: str = "sandboxes") -> bool:
         if self.run_in_progress:
@@ -199,13 +206,14 @@ class TrsiApp(App):
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _run_worker(self, job: Callable[[], str]) -> None:
         try:
-            run_id = job()
+            note = job()
         except InterruptedError as exc:  # stopped on request (s, or quitting): resumable, not a failure
             self.post_message(RunEnded(None, None, stopped=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - shown to the user; the app keeps running
+        except Exception as exc:
+            log.exception("work started from the TUI failed")
             self.post_message(RunEnded(None, f"{type(exc).__name__}: {exc}"))
         else:
-            self.post_message(RunEnded(run_id, None))
+            self.post_message(RunEnded(note, None))
 
     @on(RunEnded)
     def _run_ended(self, message: RunEnded) -> None:
@@ -215,10 +223,8 @@ class TrsiApp(App):
             self.notify(message.error, title="Run failed", severity="error", timeout=15)
         elif message.stopped:
             self.notify(f"{message.stopped}; start it again to resume.", title="Stopped")
-        elif message.run_id:  # eval and check runs; RSR rounds report themselves
-            s = self.store.runs.get(message.run_id)
-            rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
-            self.notify(f"Run {message.run_id} {s.status}: success rate {rate}", title="Run ended")
+        elif message.note:
+            self.notify(message.note, title="Done")
         self.screen.post_message(LiveChanged(frozenset(), structural=True))
         if self._exit_when_stopped:
             self.exit()

@@ -31,8 +31,8 @@ class LiveChanged(Message):
 class RunEnded(Message):
     """The app's engine worker returned (finished, failed or was stopped)."""
 
-    def __init__(self, run_id: str | None, error: str | None, stopped: str = "") -> None:
+    def __init__(self, note: str | None, error: str | None, stopped: str = "") -> None:
         super().__init__()
-        self.run_id = run_id
+        self.note = note  # what to tell the user, composed on the worker thread
         self.error = error
         self.stopped = stopped  # set when the work was stopped on request (and can be resumed)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from engine.rpr.ppo_math import entropy_from_logits
 from engine.training.loader import LoraShape, load_base, training_device
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
@@ -118,7 +119,7 @@ class ActorCritic:
         logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
         logp = torch.log_softmax(logits, dim=-1)
         chosen = logp.gather(-1, input_ids.to(self.device)[:, 1:][where].unsqueeze(-1)).squeeze(-1)
-        entropy = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(chosen)
+        entropy = entropy_from_logits(logits) if with_entropy else torch.zeros_like(chosen)
         return ActionForward(chosen.cpu(), entropy.cpu())
 
     def reference_logprobs(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:

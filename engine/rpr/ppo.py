@@ -6,7 +6,8 @@
 2. The episode's success-first reward sits on its last action token (minus a per-token KL
    penalty when kl_mode = "reward"); GAE runs over action tokens only.
 3. `ppo_epochs` passes over shuffled minibatches of whole episodes: clipped policy loss (+ KL
-   loss when kl_mode = "loss"), clipped value loss, token-mean over each minibatch; backward
+   loss when kl_mode = "loss"), clipped value loss, aggregated over each minibatch as
+   `loss_agg_mode` says (token-mean, or seq-mean-token-mean as in verl); backward
    per episode and adapter (see actor_critic), gradient clipping, one optimizer step per
    minibatch.
 """
@@ -23,7 +24,16 @@ import torch
 
 from engine.config import RprConfig
 from engine.rpr.actor_critic import ACTOR, ActorCritic
-from engine.rpr.ppo_math import KL_ESTIMATORS, explained_variance, gae, kl_k1, policy_loss, value_loss
+from engine.rpr.ppo_math import (
+    KL_ESTIMATORS,
+    explained_variance,
+    gae,
+    kl_k1,
+    masked_whiten,
+    policy_loss,
+    terminal_rewards,
+    value_loss,
+)
 from engine.rpr.rollouts import Rollout
 
 
@@ -80,19 +90,18 @@ def _prepare(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, trai
             old = ac.actions(ACTOR, ids, target_mask).logprobs
             ref = ac.reference_logprobs(ids, target_mask) if need_ref else None
             values = ac.values(ids, target_mask)
-            rewards = torch.zeros_like(values)
-            rewards[-1] = float(r.reward)
+            ones = torch.ones(1, len(values))
+            rewards = terminal_rewards(ones, torch.tensor([float(r.reward)]))[0]
             if settings.kl_mode == "reward" and ref is not None:
                 rewards = rewards - settings.kl_coef * kl_k1(old, ref)
-            ones = torch.ones(1, len(values))
             adv, ret = gae(rewards[None], values[None], ones, settings.gamma, settings.lam)
             prepared.append(_Prepared(r, ids, target_mask, old, ref, values, adv[0], ret[0]))
     if settings.normalize_advantages:
         flat = torch.cat([p.advantages for p in prepared])
         if flat.numel() > 1:
-            mean, std = flat.mean(), flat.std(unbiased=False)
-            for p in prepared:
-                p.advantages = (p.advantages - mean) / (std + 1e-8)
+            whitened = masked_whiten(flat, torch.ones_like(flat)).split([len(p.advantages) for p in prepared])
+            for p, a in zip(prepared, whitened):
+                p.advantages = a
     return prepared
 
 
@@ -136,7 +145,9 @@ def ppo_update(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, op
             actor_opt.zero_grad(set_to_none=True)
             critic_opt.zero_grad(set_to_none=True)
             for p in batch:
-                w = len(p.old_logprobs) / n_tokens  # token-mean over the minibatch
+                # Each episode's losses are token-means over its own actions; weighting them by length
+                # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
+                w = len(p.old_logprobs) / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
                 ones = torch.ones(1, len(p.old_logprobs))
                 if train_actor:
                     fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)

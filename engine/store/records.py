@@ -48,11 +48,9 @@ class StageRecord:
 
     @property
     def pass_text(self) -> str:
-        if self.pass_at_1 is None:
-            return "-"
-        if self.ci_low is None or self.ci_high is None:
-            return f"{self.pass_at_1:.3f}"
-        return f"{self.pass_at_1:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+        from engine.stats import interval_text
+
+        return interval_text(self.pass_at_1, self.ci_low, self.ci_high)
 
 
 RunbookStatus = Literal["pending", "approved", "rejected"]
@@ -229,3 +227,12 @@ class RprRunRecord:
     critic_from: str
     detail: str
     updated_at: str
+
+
+@dataclass(frozen=True)
+class EpisodeOutcome:
+    """An episode's outcome only, for curves that grow as episodes are stored."""
+
+    seq: int  # position in the store's write order
+    success: bool
+    reward: float | None

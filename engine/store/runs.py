@@ -8,7 +8,7 @@ import uuid
 from datetime import datetime, timezone
 
 from engine.results import AgentStep, EpisodeResult
-from engine.store.records import CheckRecord, EpisodeRecord, ModelRecord, RunRecord
+from engine.store.records import CheckRecord, EpisodeOutcome, EpisodeRecord, ModelRecord, RunRecord
 from engine.store.schema import Database, now
 
 
@@ -134,6 +134,12 @@ class RunRepository:
         r = rows[0]
         return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r.get("messages") or "[]"),
                            r.get("harness") or "", r.get("model") or "")
+
+    def outcomes(self, run_id: str, after: int = 0) -> list[EpisodeOutcome]:
+        """The run's episode outcomes in the order they were stored, from just after `after`."""
+        rows = self._d.rows("SELECT rowid, success, reward FROM episodes WHERE run_id = ? AND rowid > ? ORDER BY rowid",
+                            [run_id, after])
+        return [EpisodeOutcome(r["rowid"], bool(r["success"]), r["reward"]) for r in rows]
 
     def verifier_output(self, episode_id: str) -> str:
         """What the verifier printed for one episode (RSR's leak scan protects it)."""

@@ -1,7 +1,8 @@
 """Curves: reward and pass rate per episode of a run, training metrics, and pass@1 per pipeline stage.
 
 Everything is read from the store, so curves of runs started elsewhere (headless, another
-process) show too; the screen re-reads on live events and every few seconds.
+process) show too. The screen reads on live events and every few seconds, off the UI thread,
+and incrementally: only the episodes and metric points stored since its last read of the run.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.widgets import DataTable, Footer, Header
 from textual_plotext import PlotextPlot
 
 from engine.store.records import PIPELINE_STAGES
+from trsi_tui.loading import StoreLoader
 from trsi_tui.messages import LiveChanged
 
 REFRESH_S = 3.0
@@ -26,7 +28,7 @@ REFRESH_S = 3.0
 PLOTTED = ("sft/loss", "rpr/reward", "ppo/kl", "ppo/value_loss", "ppo/explained_variance", "ppo/entropy")
 
 
-class CurvesScreen(Screen):
+class CurvesScreen(StoreLoader, Screen):
     CSS_PATH = "curves.tcss"
     BINDINGS = [Binding("r", "refresh", "Refresh", id="curves.refresh")]
 
@@ -34,6 +36,7 @@ class CurvesScreen(Screen):
         super().__init__()
         self.run_id: str | None = None
         self.titles: dict[str, str] = {}  # plot id -> its current title, as drawn
+        self._cache = RunCurves("")  # what has been read of the shown run so far
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -55,7 +58,7 @@ class CurvesScreen(Screen):
 
     def _tick(self) -> None:
         if self.is_current:
-            self.replot()
+            self.replot()  # only what was stored since the last read
 
     @on(LiveChanged)
     def _live_changed(self, message: LiveChanged) -> None:
@@ -64,13 +67,16 @@ class CurvesScreen(Screen):
 
     def action_refresh(self) -> None:
         store = self.app.store
+        self.load("runs", lambda: (store.runs.list(100), store.metrics.runs()))
+
+    def show_runs(self, data: tuple) -> None:
+        runs, metric_runs = data
         table = self.query_one("#runs", DataTable)
-        runs = store.runs.list(100)
         known = {r.id for r in runs}
         table.clear()
         for r in runs:
             table.add_row(r.id, r.kind, r.agent, key=r.id)
-        for run_id in store.metrics.runs():  # training runs that log metrics but hold no episodes
+        for run_id in metric_runs:  # training runs that log metrics but hold no episodes
             if run_id not in known:
                 table.add_row(run_id, "training", "-", key=run_id)
                 known.add(run_id)
@@ -87,20 +93,41 @@ class CurvesScreen(Screen):
             self.replot()
 
     def replot(self) -> None:
-        store = self.app.store
+        """Read what is new for the shown run (everything, when the run changed), then draw."""
+        store, run_id = self.app.store, self.run_id
+        cache = self._cache if self._cache.run_id == run_id else RunCurves(run_id or "")
+        after_episode, after_point = cache.last_episode, cache.last_point
+
+        def fetch() -> tuple:
+            outcomes = store.runs.outcomes(run_id, after=after_episode) if run_id else []
+            points = store.metrics.points(run_id, after_rowid=after_point) if run_id else []
+            return cache, outcomes, points, store.stages.all()
+
+        self.load("curves", fetch)
+
+    def show_curves(self, data: tuple) -> None:
+        cache, outcomes, points, stages = data
+        if cache.run_id != (self.run_id or ""):
+            return  # read for a run no longer shown
+        cache.add(outcomes, [p for p in points if p.name in PLOTTED])
+        self._cache = cache
+        self._draw_reward(cache)
+        self._draw_training(cache)
+        self._draw_stages(stages)
+
+    def _draw_reward(self, cache: RunCurves) -> None:
         reward = self.query_one("#reward", PlotextPlot)
         plt = reward.plt
         plt.clear_data()
         plt.clear_figure()
-        episodes = store.runs.episodes(run_id=self.run_id) if self.run_id else []
-        scored = [e for e in episodes if e.reward is not None]
+        scored = [(success, value) for success, value in cache.episodes if value is not None]
         if scored:
             xs = list(range(1, len(scored) + 1))
             passed, rate = 0, []
-            for i, e in enumerate(scored, 1):
-                passed += int(e.success)
+            for i, (success, _) in enumerate(scored, 1):
+                passed += int(success)
                 rate.append(passed / i)
-            plt.scatter(xs, [e.reward for e in scored], label="reward", marker="dot")
+            plt.scatter(xs, [value for _, value in scored], label="reward", marker="dot")
             plt.plot(xs, rate, label="pass rate (running)")
             plt.ylim(-0.05, 1.05)
             plt.xlabel("scored episode")
@@ -108,25 +135,23 @@ class CurvesScreen(Screen):
         plt.title(self.titles["reward"])
         reward.refresh()
 
+    def _draw_training(self, cache: RunCurves) -> None:
         training = self.query_one("#training", PlotextPlot)
         plt = training.plt
         plt.clear_data()
         plt.clear_figure()
-        series: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for p in store.metrics.points(self.run_id) if self.run_id else []:
-            if p.name in PLOTTED:
-                series[p.name].append((p.step, p.value))
-        for name, points in series.items():
-            plt.plot([s for s, _ in points], [v for _, v in points], label=name)
-        self.titles["training"] = "Training metrics: " + (", ".join(series) or "none logged for this run")
+        for name, steps in cache.series.items():
+            ordered = sorted(steps.items())
+            plt.plot([s for s, _ in ordered], [v for _, v in ordered], label=name)
+        self.titles["training"] = "Training metrics: " + (", ".join(cache.series) or "none logged for this run")
         plt.title(self.titles["training"])
-        if series:
+        if cache.series:
             plt.xlabel("step")
         training.refresh()
 
+    def _draw_stages(self, stages: dict) -> None:
         stages_plot = self.query_one("#stages", PlotextPlot)
-        stages = store.stages.all()
-        done = [(name, stages[name]) for name in PIPELINE_STAGES if name in stages and stages[name].pass_at_1 is not None]
+        done = [(n, stages[n]) for n in PIPELINE_STAGES if n in stages and stages[n].pass_at_1 is not None]
         stages_plot.display = bool(done)
         if done:
             plt = stages_plot.plt
@@ -136,3 +161,23 @@ class CurvesScreen(Screen):
             plt.ylim(0, 1)
             plt.title("pass@1 by pipeline stage (held-out eval)")
             stages_plot.refresh()
+
+
+class RunCurves:
+    """What has been read of one run: its episodes' outcomes and its metric series, with where
+    the next read starts."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.episodes: list[tuple[bool, float | None]] = []  # (success, reward) in store order
+        self.series: dict[str, dict[int, float]] = defaultdict(dict)  # name -> step -> value
+        self.last_episode = 0
+        self.last_point = 0
+
+    def add(self, outcomes, points) -> None:
+        for o in outcomes:
+            self.episodes.append((o.success, o.reward))
+            self.last_episode = max(self.last_episode, o.seq)
+        for p in points:
+            self.series[p.name][p.step] = p.value  # a resumed step overwrites its value
+            self.last_point = max(self.last_point, p.seq)

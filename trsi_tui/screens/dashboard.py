@@ -10,11 +10,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
-from engine.store.records import PIPELINE_STAGES
+from trsi_tui.loading import StoreLoader
 from trsi_tui.messages import LiveChanged
+from trsi_tui.render import RUN_COLUMNS, STAGE_COLUMNS, run_row, stage_rows
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(StoreLoader, Screen):
     CSS_PATH = "dashboard.tcss"
     reward_title = ""
     BINDINGS = [
@@ -35,9 +36,8 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         stages = self.query_one("#stages", DataTable)
         stages.can_focus = False  # read-only; keys go to the runs table
-        stages.add_columns("stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
-        self.query_one("#runs", DataTable).add_columns("run", "kind", "agent", "status", "episodes", "success",
-                                                       "pass@1 [95% CI]", "started")
+        stages.add_columns(*STAGE_COLUMNS)
+        self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()
 
@@ -51,53 +51,47 @@ class DashboardScreen(Screen):
 
     def action_refresh(self) -> None:
         store = self.app.store
-        stages = store.stages.all()
+
+        def fetch() -> tuple:
+            series = []  # RPR rollout reward and success per round, stage after stage
+            offset = 0
+            for run in (r for r in store.metrics.runs() if r.startswith("rpr-")):
+                points = {p.step: p.value for p in store.metrics.points(run, "rpr/reward")}
+                wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
+                series += [(offset + step, points[step], wins.get(step, 0.0)) for step in sorted(points)]
+                offset += max(points, default=0)
+            return store.stages.all(), store.runs.list(50), series
+
+        self.load("dashboard", fetch)
+        self._show_now()
+
+    def show_dashboard(self, data: tuple) -> None:
+        stages, runs_found, series = data
         table = self.query_one("#stages", DataTable)
         table.clear()
-        for name in PIPELINE_STAGES:
-            s = stages.get(name)
-            if s is None:
-                table.add_row(name, "not run", "-", "-", "")
-            else:
-                table.add_row(name, s.status, s.pass_text, _short(s.checkpoint), s.detail or "")
-        self._plot_reward()
+        for row in stage_rows(stages, missing="not run", short=True):
+            table.add_row(*row)
+        self._plot_reward(series)
         runs = self.query_one("#runs", DataTable)
         cursor = runs.cursor_row
         runs.clear()
-        for r in store.runs.list(50):
-            s = r.summary
-            rate = "-" if r.success_rate is None else f"{r.success_rate:.1%}"
-            p1 = "-"
-            if s.get("pass_at_1") is not None:
-                lo, hi = s.get("ci95") or (None, None)
-                p1 = f"{s['pass_at_1']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
-            runs.add_row(r.id, r.kind, r.agent, r.status, str(s.get("episodes", r.total)), rate, p1,
-                         r.created_at.replace("T", " ")[:19], key=r.id)
+        for r in runs_found:
+            runs.add_row(*run_row(r), key=r.id)
         if runs.row_count:
             runs.move_cursor(row=min(cursor, runs.row_count - 1))
         self._show_now()
 
-    def _plot_reward(self) -> None:
-        """RPR rollout reward and success per round, stage after stage."""
+    def _plot_reward(self, series: list[tuple[int, float, float]]) -> None:
         plot = self.query_one("#reward", PlotextPlot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        store = self.app.store
-        xs, rewards, success, offset = [], [], [], 0
-        for run in (r for r in store.metrics.runs() if r.startswith("rpr-")):
-            points = {p.step: p.value for p in store.metrics.points(run, "rpr/reward")}
-            wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
-            for step in sorted(points):
-                xs.append(offset + step)
-                rewards.append(points[step])
-                success.append(wins.get(step, 0.0))
-            offset += max(points, default=0)
-        if xs:
-            plt.plot(xs, rewards, label="reward", marker="braille")
-            plt.plot(xs, success, label="success", marker="braille")
+        if series:
+            xs = [x for x, _, _ in series]
+            plt.plot(xs, [r for _, r, _ in series], label="reward", marker="braille")
+            plt.plot(xs, [w for _, _, w in series], label="success", marker="braille")
             plt.ylim(0, 1)
-        self.reward_title = (f"RPR rollouts: mean reward and success, {len(xs)} round(s)" if xs
+        self.reward_title = (f"RPR rollouts: mean reward and success, {len(series)} round(s)" if series
                              else "RPR rollouts: no rounds yet")
         plt.title(self.reward_title)
         plot.refresh()
@@ -126,13 +120,3 @@ class DashboardScreen(Screen):
     async def _run_selected(self, event: DataTable.RowSelected) -> None:
         await self.app.show_trajectories(event.row_key.value)
 
-
-def _short(checkpoint: str) -> str:
-    """A checkpoint spec without the long directory part of its adapter path."""
-    if not checkpoint:
-        return "-"
-    head, sep, path = checkpoint.partition("=")
-    if not sep:
-        return checkpoint
-    parts = path.split("/")
-    return head + sep + ".../" + "/".join(parts[-3:]) if len(parts) > 3 else checkpoint

@@ -14,6 +14,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
 
 from engine.store.records import Runbook
+from trsi_tui.loading import StoreLoader
 from trsi_tui.messages import LiveChanged
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
@@ -21,7 +22,7 @@ from trsi_tui.safe_text import printable
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
 
-class RunbooksScreen(Screen):
+class RunbooksScreen(StoreLoader, Screen):
     CSS_PATH = "runbooks.tcss"
     BINDINGS = [
         Binding("a", "decide('approved')", "Approve", id="runbooks.approve"),
@@ -66,27 +67,35 @@ class RunbooksScreen(Screen):
     def _status_changed(self) -> None:
         self.action_refresh()
 
-    def action_refresh(self) -> None:
+    def action_refresh(self, select: str | None = None) -> None:
+        """Re-read the queue; `select` a runbook by id when it is in the new list."""
         status = self.query_one("#status", Select).value
-        runbooks = self.app.store.runbooks.list(status=None if status == "all" else str(status))
+        store = self.app.store
+        self.load("runbooks", lambda: (store.runbooks.list(status=None if status == "all" else str(status)), select))
+
+    def show_runbooks(self, data: tuple) -> None:
+        runbooks, select = data
+        self.listed = {rb.id: rb for rb in runbooks}
         table = self.query_one("#runbooks", DataTable)
         cursor = table.cursor_row
         table.clear()
         for rb in runbooks:
-            leak = "-" if rb.leak is None else (f"LEAK {rb.leak.score:.2f}" if rb.leak.leaked else f"{rb.leak.score:.2f}")
+            leak = "-" if rb.leak is None else (f"LEAK {rb.leak.score:.2f}" if rb.leak.leaked
+                                                else f"{rb.leak.score:.2f}")
             reviewer = "-" if rb.verdict is None else ("approve" if rb.verdict.approve else "reject")
             table.add_row(rb.id, rb.task, str(rb.round), rb.status + (" (edited)" if rb.edited else ""), leak,
                           reviewer, key=rb.id)
         if runbooks:
-            table.move_cursor(row=min(cursor, len(runbooks) - 1))
-            self.show(self.app.store.runbooks.get(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)))
+            ids = [rb.id for rb in runbooks]
+            table.move_cursor(row=ids.index(select) if select in ids else min(cursor, len(runbooks) - 1))
+            self.show(self.listed[str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)])
         else:
             self.show(None)
 
     @on(DataTable.RowHighlighted, "#runbooks")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is not None and (self.current is None or self.current.id != event.row_key.value):
-            self.show(self.app.store.runbooks.get(str(event.row_key.value)))
+            self.show(self.listed.get(str(event.row_key.value)))
 
     def show(self, rb: Runbook | None) -> None:
         self.current = rb
@@ -129,10 +138,14 @@ class RunbooksScreen(Screen):
         text = self.query_one("#text", TextArea)
         if self.current is None or text.read_only:
             return
-        self.current = self.app.store.runbooks.edit(self.current.id, text.text)
+        store, runbook_id, edited = self.app.store, self.current.id, text.text
         text.read_only = True
-        self.notify(f"Saved edit of runbook {self.current.id}.")
-        self.action_refresh()
+        self.load("saved", lambda: store.runbooks.edit(runbook_id, edited))
+
+    def show_saved(self, runbook: Runbook) -> None:
+        self.current = runbook
+        self.notify(f"Saved edit of runbook {runbook.id}.")
+        self.action_refresh(select=runbook.id)
 
     def action_cancel_edit(self) -> None:
         text = self.query_one("#text", TextArea)
@@ -144,11 +157,19 @@ class RunbooksScreen(Screen):
         if self.current is None:
             return
         text = self.query_one("#text", TextArea)
-        if not text.read_only and text.text != printable(self.current.text):
-            self.app.store.runbooks.edit(self.current.id, text.text)  # approving an edit keeps the edit
+        edited = text.text if not text.read_only and text.text != printable(self.current.text) else None
         note_input = self.query_one("#note", Input)
-        decided = self.app.store.runbooks.decide(self.current.id, status, by="human", note=note_input.value.strip())
+        store, runbook_id, note = self.app.store, self.current.id, note_input.value.strip()
+
+        def decide() -> Runbook:
+            if edited is not None:
+                store.runbooks.edit(runbook_id, edited)  # approving an edit keeps the edit
+            return store.runbooks.decide(runbook_id, status, by="human", note=note)
+
         note_input.value = ""
-        self.notify(f"Runbook {decided.id} ({decided.task}) {status}.")
         self.query_one("#runbooks", DataTable).focus()
+        self.load("decided", decide)
+
+    def show_decided(self, decided: Runbook) -> None:
+        self.notify(f"Runbook {decided.id} ({decided.task}) {decided.status}.")
         self.action_refresh()

@@ -8,18 +8,20 @@ from textual.widgets import Input, Label, Select
 
 from engine.api import RsrRequest
 from engine.policy import PolicyError, parse_model_spec
+from trsi_tui.loading import StoreLoader
 from trsi_tui.screens.form import FormScreen, backend_select, positive
 from trsi_tui.screens.start_run import DEFAULT_MODEL
 
 
-class StartRsrScreen(FormScreen):
+class StartRsrScreen(StoreLoader, FormScreen):
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="start_rsr.cancel")]
     TITLE_TEXT = "Run an RSR round (a stopped round resumes with the same number)"
 
     def form_body(self) -> ComposeResult:
         config = self.engine.config
         yield Label("Round")
-        yield Input(str(self.engine.store.rsr.next_round()), type="integer", id="round", compact=True)
+        # The next unused round number is proposed once read from the store (on_mount).
+        yield Input("", placeholder="next round", type="integer", id="round", compact=True)
         yield Label("Model")
         yield Input(DEFAULT_MODEL, id="model", compact=True)
         yield Label("Suite")
@@ -33,6 +35,15 @@ class StartRsrScreen(FormScreen):
         yield backend_select(config.sandbox.backend)
         yield Label("Concurrency")
         yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
+
+    def on_mount(self) -> None:
+        store = self.engine.store
+        self.load("next_round", store.rsr.next_round)
+
+    def show_next_round(self, round: int) -> None:
+        field = self.query_one("#round", Input)
+        if not field.value:
+            field.value = str(round)
 
     def request(self) -> RsrRequest:
         model = self.query_one("#model", Input).value.strip()

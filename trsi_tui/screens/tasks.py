@@ -18,10 +18,11 @@ from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
 from engine.api import EvalRequest
 from engine.paths import builtin_tasks_dir
 from engine.tasks import Suite, Task, load_suite
+from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup, one_line, printable
 
 
-class TasksScreen(Screen):
+class TasksScreen(StoreLoader, Screen):
     CSS_PATH = "tasks.tcss"
     BINDINGS = [
         Binding("v", "validate", "Validate task", id="tasks.validate"),
@@ -35,7 +36,8 @@ class TasksScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        self.suites = _known_suites(self.app)
+        # The built-in and the configured suite now; suites of stored runs join once read (on_mount).
+        self.suites = _existing([builtin_tasks_dir(), self.app.engine.suite_path(None)])
         yield Select([(_suite_label(p), str(p)) for p in self.suites], value=str(self.suites[0]),
                      allow_blank=False, id="suite")
         with Horizontal(id="split"):
@@ -52,20 +54,40 @@ class TasksScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")
-        self.load(self.suites[0])
+        self.open_suite(self.suites[0])
+        store = self.app.store
+        self.load("suites", lambda: _existing([*self.suites, *(Path(r.tasks_path) for r in store.runs.list(200)
+                                                                 if r.tasks_path)]))
+
+    def show_suites(self, suites: list[Path]) -> None:
+        self.suites = suites
+        select = self.query_one("#suite", Select)
+        current = select.value
+        with self.prevent(Select.Changed):
+            select.set_options([(_suite_label(p), str(p)) for p in suites])
+            select.value = current
         self.query_one("#tasks", DataTable).focus()
 
     @on(Select.Changed, "#suite")
     def _suite_changed(self, event: Select.Changed) -> None:
         if event.value and (self.suite is None or str(self.suite.root) != event.value):
-            self.load(Path(str(event.value)))
+            self.open_suite(Path(str(event.value)))
 
-    def load(self, root: Path) -> None:
-        self.suite = load_suite(root)
+    def open_suite(self, root: Path) -> None:
+        store = self.app.store
+
+        def fetch() -> tuple:
+            suite = load_suite(root)
+            return suite, {t.name: _valid_text(store, t.name) for t in suite.tasks}
+
+        self.load("suite", fetch)
+
+    def show_suite(self, data: tuple) -> None:
+        self.suite, valid = data
         table = self.query_one("#tasks", DataTable)
         table.clear()
         for task in self.suite.tasks:
-            table.add_row(task.name, task.split or "-", task.difficulty, self._valid_text(task.name), key=task.name)
+            table.add_row(task.name, task.split or "-", task.difficulty, valid[task.name], key=task.name)
         errors = self.query_one("#suite-errors", Static)
         errors.update("\n".join(f"malformed: {e.path}: {e.reason}" for e in self.suite.errors))
         errors.display = bool(self.suite.errors)
@@ -79,36 +101,40 @@ class TasksScreen(Screen):
             if task:
                 self.show(task)
 
-    def _valid_text(self, name: str) -> str:
-        store = self.app.store
-        oracle = store.runs.latest_episode(name, "oracle", "tasks-check")
-        nop = store.runs.latest_episode(name, "nop", "tasks-check")
-        if oracle is None or nop is None:
-            return "unchecked"
-        return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"
-
     def show(self, task: Task) -> None:
         self.selected = task
-        store = self.app.store
         self.query_one("#task-title", Static).update(
             f"[b]{task.name}[/]  split {task.split or '-'} · {task.difficulty} · agent timeout "
             f"{task.agent_timeout_sec:.0f}s · {task.environment.memory_mb} MB · "
             f"{'internet' if task.environment.allow_internet else 'no network'}\n"
             f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]")
         self.query_one("#instruction", Markdown).update(printable(task.instruction))
-        oracle = store.runs.latest_episode(task.name, "oracle")
+        store = self.app.store
+
+        def fetch() -> tuple:
+            oracle = store.runs.latest_episode(task.name, "oracle")
+            checks = store.runs.checks(oracle.id) if oracle is not None else []
+            validation = {agent: store.runs.latest_episode(task.name, agent, "tasks-check") for agent in ("oracle", "nop")}
+            return task.name, oracle, checks, validation
+
+        self.load("task", fetch)
+
+    def show_task(self, data: tuple) -> None:
+        name, oracle, found, validation = data
+        if self.selected is None or self.selected.name != name:
+            return
         if oracle is None:
             checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
         else:
             rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
                     + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
-                    for c in store.runs.checks(oracle.id)]
+                    for c in found]
             checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
             checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"
         self.query_one("#checks", Static).update(checks)
         lines = []
         for agent, want in (("oracle", "passes every check"), ("nop", "must not succeed")):
-            ep = store.runs.latest_episode(task.name, agent, "tasks-check")
+            ep = validation[agent]
             if ep is None:
                 lines.append(f"{agent}: not checked ({agent} {want})")
             else:
@@ -135,12 +161,18 @@ def _suite_label(path: Path) -> str:
     return "built-in suite" if path == builtin_tasks_dir() else str(path)
 
 
-def _known_suites(app) -> list[Path]:
-    """The built-in suite, the configured one, and every suite a stored run used."""
+def _existing(candidates) -> list[Path]:
+    """The directories among `candidates`, each once, in order."""
     seen: list[Path] = []
-    candidates = [builtin_tasks_dir(), app.engine.suite_path(None)]
-    candidates += [Path(r.tasks_path) for r in app.store.runs.list(200) if r.tasks_path]
     for path in candidates:
         if path.is_dir() and path not in seen:
             seen.append(path)
     return seen
+
+
+def _valid_text(store, name: str) -> str:
+    oracle = store.runs.latest_episode(name, "oracle", "tasks-check")
+    nop = store.runs.latest_episode(name, "nop", "tasks-check")
+    if oracle is None or nop is None:
+        return "unchecked"
+    return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"

@@ -9,13 +9,14 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
+from trsi_tui.loading import StoreLoader
 from trsi_tui.messages import LiveChanged
 from trsi_tui.screens.trajectory import TrajectoryScreen
 
 OUTCOMES = [("all outcomes", "all"), ("passed", "passed"), ("failed", "failed"), ("infra errors", "infra")]
 
 
-class TrajectoriesScreen(Screen):
+class TrajectoriesScreen(StoreLoader, Screen):
     CSS_PATH = "trajectories.tcss"
     BINDINGS = [
         Binding("r", "refresh", "Refresh", id="trajectories.refresh"),
@@ -36,30 +37,32 @@ class TrajectoriesScreen(Screen):
         self.query_one("#episodes", DataTable).add_columns(
             "episode", "task", "agent", "status", "success", "checks", "reward", "failure", "time")
         self._load_runs()
-        self.action_refresh()
         self.query_one("#episodes", DataTable).focus()
 
     def on_screen_resume(self) -> None:
         self._load_runs()
-        self.action_refresh()
 
     @on(LiveChanged)
     def _live_changed(self, message: LiveChanged) -> None:
         if message.structural:
             self.action_refresh()
 
-    def _load_runs(self) -> None:
+    def _load_runs(self, then_show: str | None = None) -> None:
+        store = self.app.store
+        self.load("runs", lambda: (store.runs.list(200), then_show))
+
+    def show_runs(self, data: tuple) -> None:
+        runs, then_show = data
         select = self.query_one("#run", Select)
-        current = None if select.is_blank() else select.value
-        runs = self.app.store.runs.list(200)
-        select.set_options([(f"{r.id}  {r.kind} {r.agent}", r.id) for r in runs])
-        if current is not None and any(r.id == current for r in runs):
-            select.value = current
+        current = then_show or (None if select.is_blank() else select.value)
+        with self.prevent(Select.Changed):
+            select.set_options([(f"{r.id}  {r.kind} {r.agent}", r.id) for r in runs])
+            if current is not None and any(r.id == current for r in runs):
+                select.value = current
+        self.action_refresh()
 
     def filter_run(self, run_id: str) -> None:
-        self._load_runs()
-        self.query_one("#run", Select).value = run_id
-        self.action_refresh()
+        self._load_runs(then_show=run_id)
 
     @on(Select.Changed)
     @on(Input.Changed, "#task")
@@ -69,9 +72,12 @@ class TrajectoriesScreen(Screen):
     def action_refresh(self) -> None:
         select = self.query_one("#run", Select)
         run = None if select.is_blank() else str(select.value)
+        store = self.app.store
+        self.load("episodes", lambda: store.runs.episodes(run_id=run))
+
+    def show_episodes(self, episodes: list) -> None:
         needle = self.query_one("#task", Input).value.strip().lower()
         outcome = self.query_one("#outcome", Select).value
-        episodes = self.app.store.runs.episodes(run_id=run)
         shown = []
         for e in episodes:
             kind = "infra" if e.reward is None else ("passed" if e.success else "failed")

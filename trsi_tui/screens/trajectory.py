@@ -13,11 +13,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
 from engine.results import AgentStep
+from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import one_line
 
 
-class TrajectoryScreen(Screen):
+class TrajectoryScreen(StoreLoader, Screen):
     CSS_PATH = "trajectory.tcss"
     BINDINGS = [
         Binding("n", "step(1)", "Next step", id="trajectory.next"),
@@ -42,10 +43,12 @@ class TrajectoryScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        store = self.app.store
-        episode = store.runs.episode(self.episode_id)
-        model = store.runs.episode_model(self.episode_id)
-        self.steps = store.runs.steps(self.episode_id)
+        store, episode_id = self.app.store, self.episode_id
+        self.load("episode", lambda: (store.runs.episode(episode_id), store.runs.episode_model(episode_id),
+                                      store.runs.steps(episode_id), store.runs.checks(episode_id)))
+
+    def show_episode(self, data: tuple) -> None:
+        episode, model, self.steps, checks = data
         head = (f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}"
                 + (f"  model {model.model} ({model.harness})" if model.model else ""))
         verdict = (f"{'[green]PASS[/]' if episode.success else '[red]FAIL[/]'}  {episode.checks_passed}/"
@@ -61,7 +64,6 @@ class TrajectoryScreen(Screen):
             exit_text = "timeout" if s.timed_out else ("-" if s.exit_code is None else str(s.exit_code))
             table.add_row(str(i + 1), one_line(command, 40), exit_text,
                           f"{s.duration_s + s.generation_s:.2f}s")
-        checks = store.runs.checks(self.episode_id)
         lines = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {escape(c.name)}" for c in checks]
         if episode.error:
             lines.append(f"[red]{escape(episode.error)}[/]")

@@ -1,0 +1,89 @@
+"""What every command module shares: the consoles, the engine of this invocation, progress lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from engine.api import Engine
+from engine.config import ConfigError
+from engine.events import EpisodeFinished, Event, RunStarted
+from engine.store import StoreError
+from sandboxes import available_backends
+
+# Piped output (CI logs, files) gets a wide console so tables are not cut to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def new_table(title: str, *columns: str) -> Table:
+    result = Table(title=title)
+    for col in columns:
+        result.add_column(col, overflow="fold")
+    return result
+
+HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
+
+
+def engine_of(ctx: click.Context) -> Engine:
+    obj = ctx.find_root().obj
+    if obj.get("engine") is None:
+        try:
+            obj["engine"] = Engine.open(obj.get("home"))
+        except (ConfigError, StoreError) as exc:
+            raise click.ClickException(str(exc)) from None
+    return obj["engine"]
+
+
+def check_backend(backend: str | None) -> None:
+    if backend is not None and backend not in available_backends():
+        raise click.BadParameter(
+            f"{backend!r} is not available; available backends: {', '.join(available_backends())}",
+            param_hint="--backend",
+        )
+
+
+def progress_printer():
+    done = {"n": 0, "total": "?"}
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, RunStarted):  # counts restart with every run (a pipeline runs many)
+            done["n"], done["total"] = 0, str(event.total_episodes)
+        elif isinstance(event, EpisodeFinished):
+            r = event.result
+            done["n"] += 1
+            mark = "[green]PASS[/]" if r.success else ("[yellow]INFRA[/]" if not r.scored else "[red]FAIL[/]")
+            reward = "-" if r.reward is None else f"{r.reward:.2f}"
+            err.print(f"  {done['n']:>3}/{done['total']} {mark} {r.task} ({r.agent}) "
+                      f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s")
+
+    return on_event
+
+
+def run_resumable(engine: Engine, listeners: list, call, *, errors: tuple, stopped: str, hint: str = ""):
+    """Run long engine work with progress listeners; known errors become clean CLI errors, and a
+    stop (ctrl+c) cancels the work and says how to resume it."""
+    unsubscribes = [engine.bus.subscribe(listener) for listener in listeners]
+    try:
+        return call()
+    except errors as exc:
+        raise click.ClickException(f"{exc}{hint}") from None
+    except (KeyboardInterrupt, InterruptedError):
+        engine.cancel()
+        raise click.ClickException(f"{stopped}; run the same command to resume it") from None
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+
+
+def write_json(path: str | None, payload: dict) -> None:
+    if path:
+        Path(path).write_text(json.dumps(payload, indent=2) + "\n")
+        err.print(f"wrote {path}")
+
+

@@ -1,0 +1,104 @@
+"""`trsi-tui pipeline`: run the whole pipeline, and show its stage table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from engine.config import ConfigError
+from sandboxes import SandboxError
+from trsi_tui.cli.common import check_backend, engine_of, new_table, out, progress_printer, run_resumable, write_json
+from trsi_tui.cli.group import cli
+from trsi_tui.render import STAGE_COLUMNS, stage_rows
+
+
+# -- pipeline ------------------------------------------------------------------------------------
+@cli.group()
+def pipeline() -> None:
+    """The whole loop: Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2, evaluated after every stage."""
+
+
+@pipeline.command("run")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A config file for the whole pipeline (sections [rsr], [rpr], [pipeline], ...). "
+                   "Without it, the preset.")
+@click.option("--preset", type=click.Choice(["demo"]), default="demo", show_default=True,
+              help="Embedded configuration used when --config is not given. demo: the bundled model on the "
+                   "built-in suite, under an hour on 2 CPU cores.")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
+@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
+@click.option("--headless", is_flag=True, help="Print progress lines instead of opening the TUI's dashboard "
+                                               "(the default when stdout is not a terminal).")
+@click.option("--stop-after", type=click.Choice(["Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2"]), default=None,
+              help="Run up to this stage, then stop (run again without it to go on).")
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@click.pass_context
+def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, tasks_path: str | None,
+                 backend: str | None, concurrency: int | None, headless: bool, stop_after: str | None,
+                 json_path: str | None) -> None:
+    """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
+
+    The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
+    kept in the store: stop it anywhere (q in the TUI, ctrl+c headless) and run the same
+    command again to resume without losing or repeating work.
+    """
+    from dataclasses import asdict
+
+    from engine.config import load_config, load_preset
+    from engine.events import PipelineProgress, RprProgress, RsrProgress
+    from engine.policy import PolicyError
+    from engine.rpr.stage import RprError
+    from engine.rsr.round import RsrError
+
+    check_backend(backend)
+    engine = engine_of(ctx)
+    try:
+        chosen = load_config(config_file) if config_file else load_preset(preset)
+        engine.config = chosen.model_copy(update={"tui": engine.config.tui})  # keep the home's keymap
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not headless and sys.stdout.isatty() and sys.stdin.isatty():
+        from trsi_tui.app import create_app
+
+        create_app(engine, start_pipeline=dict(tasks=tasks_path, backend=backend, concurrency=concurrency,
+                                               stop_after=stop_after)).run()
+        return
+
+    def show(event) -> None:
+        if isinstance(event, PipelineProgress):
+            out.print(f"[bold]{event.stage}[/] {event.status}: {event.detail}")
+        elif isinstance(event, RsrProgress):
+            out.print(f"  rsr {event.round} {event.stage}: {event.detail}")
+        elif isinstance(event, RprProgress):
+            out.print(f"  rpr {event.round} {event.detail}")
+
+    stages = run_resumable(
+        engine, [show, progress_printer()],
+        lambda: engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
+        errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError), stopped="pipeline stopped",
+        hint="\nfix it and run the same command to resume")
+    out.print(stage_table(stages))
+    write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+
+
+@pipeline.command("status")
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@click.pass_context
+def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
+    """The stored stage table: status, checkpoint, pass@1 with its 95% interval."""
+    from dataclasses import asdict
+
+    stages = engine_of(ctx).store.stages.all()
+    out.print(stage_table(stages))
+    write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+
+
+def stage_table(stages) -> Table:
+    table = new_table("Pipeline", *STAGE_COLUMNS)
+    for row in stage_rows(stages):
+        table.add_row(*row)
+    return table

@@ -1,0 +1,75 @@
+"""How results read, the same in the CLI's tables and the TUI's widgets.
+
+Plain strings only (no Rich or Textual types), so both front ends lay them out their own way.
+"""
+
+from __future__ import annotations
+
+from engine.stats import RunComparison, TaskAggregate, interval_text
+from engine.store.records import PIPELINE_STAGES, RunRecord, StageRecord
+
+
+def short_checkpoint(checkpoint: str) -> str:
+    """A checkpoint spec without the long directory part of its adapter path."""
+    if not checkpoint:
+        return "-"
+    head, sep, path = checkpoint.partition("=")
+    if not sep:
+        return checkpoint
+    parts = path.split("/")
+    return head + sep + ".../" + "/".join(parts[-3:]) if len(parts) > 3 else checkpoint
+
+
+STAGE_COLUMNS = ("stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
+
+
+def stage_rows(stages: dict[str, StageRecord], *, missing: str = "pending", short: bool = False,
+               ) -> list[tuple[str, str, str, str, str]]:
+    """One row per pipeline stage, in pipeline order, for STAGE_COLUMNS."""
+    rows = []
+    for name in PIPELINE_STAGES:
+        s = stages.get(name)
+        if s is None:
+            rows.append((name, missing, "-", "-" if short else "", ""))
+        else:
+            checkpoint = short_checkpoint(s.checkpoint) if short else s.checkpoint
+            rows.append((name, s.status, s.pass_text, checkpoint, s.detail or ""))
+    return rows
+
+
+RUN_COLUMNS = ("run", "kind", "agent", "status", "episodes", "success", "pass@1 [95% CI]", "started")
+
+
+def run_row(r: RunRecord) -> tuple[str, ...]:
+    """One stored run for RUN_COLUMNS."""
+    s = r.summary
+    low, high = (s.get("ci95") or (None, None))[:2]
+    return (r.id, r.kind, r.agent, r.status, str(s.get("episodes", r.total)), success_rate(r.success_rate),
+            interval_text(s.get("pass_at_1"), low, high), r.created_at.replace("T", " ")[:19])
+
+
+def success_rate(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.1%}"
+
+
+def summary_lines(summary: dict) -> list[str]:
+    """An evaluation's summary: success over scored episodes, then pass@1 and pass@k."""
+    rate = "n/a" if summary["success_rate"] is None else f"{summary['success_rate']:.1%}"
+    lines = [f"success rate {rate} ({summary['successes']}/{summary['scored']} scored episodes; "
+             f"{summary['infra_errors']} infrastructure errors)"]
+    if summary["pass_at_1"] is not None:
+        lo, hi = summary["ci95"]
+        ks = ", ".join(f"pass@{k} {v:.3f}" for k, v in summary["pass_at_k"].items())
+        lines.append(f"pass@1 {summary['pass_at_1']:.3f} (95% CI {lo:.3f}-{hi:.3f}, task bootstrap); {ks}")
+    return lines
+
+
+def task_row(t: TaskAggregate) -> tuple[str, str, str, str, str]:
+    rate = "-" if t.success_rate is None else f"{t.success_rate:.2f}"
+    return (t.task, str(t.episodes), str(t.successes), rate, str(t.infra_errors))
+
+
+def comparison_lines(c: RunComparison, run_a: str, run_b: str) -> list[str]:
+    d = c.difference
+    return [f"{c.shared_tasks} shared tasks: pass@1 {c.pass_a:.3f} ({run_a}) -> {c.pass_b:.3f} ({run_b})",
+            f"difference {d.estimate:+.3f} (95% CI {d.low:+.3f} to {d.high:+.3f}, paired task bootstrap)"]
