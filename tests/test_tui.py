@@ -394,6 +394,7 @@ async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_sta
     app = create_app(engine, start_pipeline={"tasks": str(suite)})
     async with app.run_test(size=(140, 40)) as pilot:
         assert app.current_mode == "dashboard"
+        await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
         await wait_until(pilot, lambda: stages.get_row_at(0)[1] == "failed")
         assert "no tasks in the eval split" in stages.get_row_at(0)[4]

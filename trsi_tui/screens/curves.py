@@ -37,6 +37,7 @@ class CurvesScreen(StoreLoader, Screen):
         self.run_id: str | None = None
         self.titles: dict[str, str] = {}  # plot id -> its current title, as drawn
         self._cache = RunCurves("")  # what has been read of the shown run so far
+        self._stages: dict = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -109,7 +110,11 @@ class CurvesScreen(StoreLoader, Screen):
         cache, outcomes, points, stages = data
         if cache.run_id != (self.run_id or ""):
             return  # read for a run no longer shown
+        if cache is self._cache and cache.drawn and not outcomes and not points and stages == self._stages:
+            return  # nothing new since the last draw
+        self._stages = stages
         cache.add(outcomes, [p for p in points if p.name in PLOTTED])
+        cache.drawn = True
         self._cache = cache
         self._draw_reward(cache)
         self._draw_training(cache)
@@ -173,6 +178,7 @@ class RunCurves:
         self.series: dict[str, dict[int, float]] = defaultdict(dict)  # name -> step -> value
         self.last_episode = 0
         self.last_point = 0
+        self.drawn = False
 
     def add(self, outcomes, points) -> None:
         for o in outcomes:

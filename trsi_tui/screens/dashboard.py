@@ -66,6 +66,10 @@ class DashboardScreen(StoreLoader, Screen):
         self._show_now()
 
     def show_dashboard(self, data: tuple) -> None:
+        if data == self.__dict__.get("_shown"):
+            self._show_now()
+            return  # the store has not changed: keep the tables and the plot
+        self._shown = data
         stages, runs_found, series = data
         table = self.query_one("#stages", DataTable)
         table.clear()

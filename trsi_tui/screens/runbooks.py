@@ -75,6 +75,8 @@ class RunbooksScreen(StoreLoader, Screen):
 
     def show_runbooks(self, data: tuple) -> None:
         runbooks, select = data
+        if select is None and runbooks == list(self.__dict__.get("listed", {}).values()):
+            return  # nothing changed: keep the table, the cursor and an edit in progress
         self.listed = {rb.id: rb for rb in runbooks}
         table = self.query_one("#runbooks", DataTable)
         cursor = table.cursor_row

@@ -86,12 +86,16 @@ class TrajectoriesScreen(StoreLoader, Screen):
             if outcome != "all" and kind != outcome:
                 continue
             shown.append(e)
+        rows = [(e.id, e.task, e.agent, e.status, "yes" if e.success else "no", f"{e.checks_passed}/{e.checks_total}",
+                 "-" if e.reward is None else f"{e.reward:.2f}", e.failure_mode or "-", f"{e.duration_s:.1f}s")
+                for e in shown]
+        if rows == self.__dict__.get("_rows"):
+            return  # a refresh that found nothing new: keep the table (and the cursor) as it is
+        self._rows = rows
         table = self.query_one("#episodes", DataTable)
         table.clear()
-        for e in shown:
-            table.add_row(e.id, e.task, e.agent, e.status, "yes" if e.success else "no",
-                          f"{e.checks_passed}/{e.checks_total}", "-" if e.reward is None else f"{e.reward:.2f}",
-                          e.failure_mode or "-", f"{e.duration_s:.1f}s", key=e.id)
+        for row in rows:
+            table.add_row(*row, key=row[0])
         self.query_one("#count", Static).update(f"{len(shown)} of {len(episodes)} episode(s)")
 
     def action_focus_task_filter(self) -> None:
