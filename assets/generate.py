@@ -48,9 +48,34 @@ class TaskSpec:
     extra_test_files: dict[str, str] = field(default_factory=dict)
 
 
-WORDS = ("amber", "birch", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
-         "kelp", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "sierra", "tundra",
-         "umber", "violet", "willow", "xenon", "yarrow", "zephyr")
+WORDS = (
+    "amber",
+    "birch",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pepper",
+    "quartz",
+    "raven",
+    "sierra",
+    "tundra",
+    "umber",
+    "violet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+)
 
 
 def lines_file(rng: random.Random, n: int) -> str:
@@ -74,7 +99,10 @@ def write_file(rng: random.Random, k: int) -> TaskSpec:
             ("content_matches", f'test "$(cat {path})" = {q(text)}'),
             ("single_line", f'test "$(grep -c . {path})" -eq 1'),
         ],
-        difficulty="trivial", category="file-operations", tags=["echo", "files"], agent_timeout=120,
+        difficulty="trivial",
+        category="file-operations",
+        tags=["echo", "files"],
+        agent_timeout=120,
     )
 
 
@@ -83,8 +111,7 @@ def make_dir(rng: random.Random, k: int) -> TaskSpec:
     path = "/app/" + "/".join(parts)
     return TaskSpec(
         name=f"make-dir-{k + 1}",
-        instruction=f"Create the directory {path} (including any missing parent directories). "
-                    "Leave it empty.\n",
+        instruction=f"Create the directory {path} (including any missing parent directories). Leave it empty.\n",
         setup="mkdir -p /app\n",
         solve=f"mkdir -p {path}\n",
         checks=[
@@ -92,7 +119,10 @@ def make_dir(rng: random.Random, k: int) -> TaskSpec:
             ("full_path_is_dir", f"test -d {path}"),
             ("leaf_is_empty", f'test -d {path} && test -z "$(ls -A {path})"'),
         ],
-        difficulty="trivial", category="file-operations", tags=["mkdir"], agent_timeout=120,
+        difficulty="trivial",
+        category="file-operations",
+        tags=["mkdir"],
+        agent_timeout=120,
     )
 
 
@@ -111,7 +141,10 @@ def count_lines(rng: random.Random, k: int) -> TaskSpec:
             (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
             ("input_unchanged", f'test "$(wc -l < {src})" -eq {n}'),
         ],
-        difficulty="trivial", category="file-operations", tags=["wc"], agent_timeout=120,
+        difficulty="trivial",
+        category="file-operations",
+        tags=["wc"],
+        agent_timeout=120,
     )
 
 
@@ -128,7 +161,10 @@ def copy_file(rng: random.Random, k: int) -> TaskSpec:
             ("copy_identical", f"cmp -s {src} {dst}"),
             ("original_kept", f'test -f {src} && test "$(wc -l < {src})" -eq {content.count(chr(10))}'),
         ],
-        difficulty="trivial", category="file-operations", tags=["cp"], agent_timeout=120,
+        difficulty="trivial",
+        category="file-operations",
+        tags=["cp"],
+        agent_timeout=120,
     )
 
 
@@ -145,7 +181,7 @@ def count_matches(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"count-matches-{k + 1}",
         instruction=f"The log {log} has one event per line. Count the lines that contain "
-                    f"the word {word} and write that number alone to {out}.\n",
+        f"the word {word} and write that number alone to {out}.\n",
         setup=f"mkdir -p /app\ncat > {log} <<'DATA'\n" + "\n".join(rows) + "\nDATA\n",
         solve=f"grep -cw {word} {log} > {out}\n",
         checks=[
@@ -153,15 +189,21 @@ def count_matches(rng: random.Random, k: int) -> TaskSpec:
             ("count_correct", f'test "$(tr -d "[:space:]" < {out})" = {expected}'),
             ("log_unchanged", f'test "$(wc -l < {log})" -eq 60'),
         ],
-        difficulty="easy", category="text-processing", tags=["grep"], agent_timeout=180,
+        difficulty="easy",
+        category="text-processing",
+        tags=["grep"],
+        agent_timeout=180,
     )
 
 
 def sort_unique(rng: random.Random, k: int) -> TaskSpec:
     names = [rng.choice(WORDS).capitalize() + rng.choice(["son", "ley", "ton", "ford"]) for _ in range(25)]
     uniq = sorted(set(names))
-    src, out = (("/app/names.txt", "/app/sorted.txt"), ("/app/guests.txt", "/app/guests_sorted.txt"),
-                ("/app/cities.txt", "/app/unique_cities.txt"))[k]
+    src, out = (
+        ("/app/names.txt", "/app/sorted.txt"),
+        ("/app/guests.txt", "/app/guests_sorted.txt"),
+        ("/app/cities.txt", "/app/unique_cities.txt"),
+    )[k]
     return TaskSpec(
         name=f"sort-unique-{k + 1}",
         instruction=f"Write the lines of {src} to {out} sorted alphabetically with duplicate lines removed.\n",
@@ -174,7 +216,10 @@ def sort_unique(rng: random.Random, k: int) -> TaskSpec:
             ("same_names", f'test "$(sort -u {src} | tr "\\n" ,)" = "$(sort -u {out} | tr "\\n" ,)"'),
             (f"has_{len(uniq)}_lines", f'test "$(grep -c . {out})" -eq {len(uniq)}'),
         ],
-        difficulty="easy", category="text-processing", tags=["sort", "uniq"], agent_timeout=180,
+        difficulty="easy",
+        category="text-processing",
+        tags=["sort", "uniq"],
+        agent_timeout=180,
     )
 
 
@@ -192,7 +237,7 @@ def replace_word(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"replace-word-{k + 1}",
         instruction=f"In {path}, replace every occurrence of the word '{old}' with '{new}'. "
-                    "Edit the file in place and change nothing else.\n",
+        "Edit the file in place and change nothing else.\n",
         setup=f"mkdir -p /app\ncat > {path} <<'DATA'\n" + "\n".join(lines) + "\nDATA\n",
         solve=f"sed -i 's/{old}/{new}/g' {path}\n",
         checks=[
@@ -200,7 +245,10 @@ def replace_word(rng: random.Random, k: int) -> TaskSpec:
             (f"new_word_count_{expected}", f'test "$(grep -ow {new} {path} | wc -l)" -eq {expected}'),
             ("line_count_kept", f'test "$(wc -l < {path})" -eq 20'),
         ],
-        difficulty="easy", category="text-processing", tags=["sed"], agent_timeout=180,
+        difficulty="easy",
+        category="text-processing",
+        tags=["sed"],
+        agent_timeout=180,
     )
 
 
@@ -215,7 +263,7 @@ def sum_column(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"sum-column-{k + 1}",
         instruction=f"{csv_path} is a CSV file with a header row. Compute the sum of the '{target}' "
-                    "column and write the number alone to /app/sum.txt.\n",
+        "column and write the number alone to /app/sum.txt.\n",
         setup=f"mkdir -p /app\ncat > {csv_path} <<'DATA'\n{csv}DATA\n",
         solve=f"awk -F, 'NR>1 {{s+=${idx + 1}}} END {{print s}}' {csv_path} > /app/sum.txt\n",
         checks=[
@@ -223,7 +271,10 @@ def sum_column(rng: random.Random, k: int) -> TaskSpec:
             ("sum_correct", f'test "$(tr -d "[:space:]" < /app/sum.txt)" = {total}'),
             ("csv_unchanged", f'test "$(wc -l < {csv_path})" -eq 31'),
         ],
-        difficulty="easy", category="data-processing", tags=["awk", "csv"], agent_timeout=180,
+        difficulty="easy",
+        category="data-processing",
+        tags=["awk", "csv"],
+        agent_timeout=180,
     )
 
 
@@ -245,10 +296,14 @@ def rename_ext(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"rename-ext-{k + 1}",
         instruction=f"Rename every file ending in .{old} in {folder} so that it ends in .{new} instead "
-                    f"(a.{old} becomes a.{new}). Leave all other files alone.\n",
+        f"(a.{old} becomes a.{new}). Leave all other files alone.\n",
         setup=setup,
-        solve=f"cd {folder} && for f in *.{old}; do mv \"$f\" \"${{f%.{old}}}.{new}\"; done\n",
-        checks=checks, difficulty="medium", category="file-operations", tags=["mv", "loops"], agent_timeout=240,
+        solve=f'cd {folder} && for f in *.{old}; do mv "$f" "${{f%.{old}}}.{new}"; done\n',
+        checks=checks,
+        difficulty="medium",
+        category="file-operations",
+        tags=["mv", "loops"],
+        agent_timeout=240,
     )
 
 
@@ -270,7 +325,7 @@ def find_largest(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"find-largest-{k + 1}",
         instruction=f"Find the largest regular file anywhere under {base} and write its absolute path "
-                    f"alone to {out}.\n",
+        f"alone to {out}.\n",
         setup=setup,
         solve=f"find {base} -type f -printf '%s %p\\n' | sort -n | tail -1 | cut -d' ' -f2 > {out}\n",
         checks=[
@@ -278,7 +333,10 @@ def find_largest(rng: random.Random, k: int) -> TaskSpec:
             ("path_correct", f'test "$(tr -d "[:space:]" < {out})" = {largest}'),
             ("data_untouched", f'test "$(find {base} -type f | wc -l)" -eq {len(files)}'),
         ],
-        difficulty="medium", category="file-operations", tags=["find", "sort"], agent_timeout=240,
+        difficulty="medium",
+        category="file-operations",
+        tags=["find", "sort"],
+        agent_timeout=240,
     )
 
 
@@ -298,7 +356,7 @@ def json_extract(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"json-extract-{k + 1}",
         instruction=f"/app/config.json holds a JSON document. Write the value found at the path "
-                    f"'{key}' (dot-separated keys) alone to /app/value.txt, without quotes.\n",
+        f"'{key}' (dot-separated keys) alone to /app/value.txt, without quotes.\n",
         setup=f"mkdir -p /app\ncat > /app/config.json <<'DATA'\n{doc}DATA\n",
         solve=f"python3 -c \"import json; print(json.load(open('/app/config.json')){py_path})\" > /app/value.txt\n",
         checks=[
@@ -306,7 +364,10 @@ def json_extract(rng: random.Random, k: int) -> TaskSpec:
             ("value_correct", f'test "$(tr -d "[:space:]" < /app/value.txt)" = {q(value)}'),
             ("json_still_valid", "python3 -c 'import json; json.load(open(\"/app/config.json\"))'"),
         ],
-        difficulty="medium", category="data-processing", tags=["json", "python"], agent_timeout=240,
+        difficulty="medium",
+        category="data-processing",
+        tags=["json", "python"],
+        agent_timeout=240,
     )
 
 
@@ -314,19 +375,20 @@ def greet_script(rng: random.Random, k: int) -> TaskSpec:
     greeting = rng.choice(["Hello", "Welcome", "Greetings", "Hi"])
     hidden = rng.sample([w.capitalize() for w in WORDS], 2)
     script = "/app/greet.sh"
-    checks = [
-        ("script_exists", f"test -f {script}"),
-        ("script_executable", f"test -x {script}"),
-    ]
+    checks = [("script_exists", f"test -f {script}"), ("script_executable", f"test -x {script}")]
     for i, name in enumerate(hidden):
         checks.append((f"greets_name_{i + 1}", f'test "$({script} {name})" = {q(f"{greeting}, {name}!")}'))
     return TaskSpec(
         name=f"greet-script-{k + 1}",
         instruction=f"Write an executable bash script {script} that prints '{greeting}, NAME!' where NAME "
-                    f"is its first argument. For example `{script} Ada` prints `{greeting}, Ada!`.\n",
+        f"is its first argument. For example `{script} Ada` prints `{greeting}, Ada!`.\n",
         setup="mkdir -p /app\n",
         solve=f"cat > {script} <<'EOF'\n#!/bin/bash\necho \"{greeting}, $1!\"\nEOF\nchmod +x {script}\n",
-        checks=checks, difficulty="medium", category="scripting", tags=["bash", "chmod"], agent_timeout=240,
+        checks=checks,
+        difficulty="medium",
+        category="scripting",
+        tags=["bash", "chmod"],
+        agent_timeout=240,
     )
 
 
@@ -337,12 +399,11 @@ def tar_archive(rng: random.Random, k: int) -> TaskSpec:
     files[f"{top}/src/main.c"] = "int main(void) { return 0; }"
     setup = f"mkdir -p /app/{top}/src\n" + "".join(f"echo {q(c)} > /app/{p}\n" for p, c in files.items())
     list_check = " && ".join(f"grep -qx {q(p)} /tmp/listing" for p in files)
-    content_check = " && ".join(
-        f'test "$(tar -xzOf {archive} {p})" = {q(c)}' for p, c in list(files.items())[:2])
+    content_check = " && ".join(f'test "$(tar -xzOf {archive} {p})" = {q(c)}' for p, c in list(files.items())[:2])
     return TaskSpec(
         name=f"tar-archive-{k + 1}",
         instruction=f"Create a gzip-compressed tar archive {archive} of the directory "
-                    f"/app/{top}. Paths inside the archive must start with '{top}/'.\n",
+        f"/app/{top}. Paths inside the archive must start with '{top}/'.\n",
         setup=setup,
         solve=f"tar -czf {archive} -C /app {top}\n",
         checks=[
@@ -351,7 +412,10 @@ def tar_archive(rng: random.Random, k: int) -> TaskSpec:
             ("all_files_inside", f"tar -tzf {archive} | sed 's|^\\./||' > /tmp/listing && {list_check}"),
             ("contents_match", content_check),
         ],
-        difficulty="medium", category="file-operations", tags=["tar", "gzip"], agent_timeout=240,
+        difficulty="medium",
+        category="file-operations",
+        tags=["tar", "gzip"],
+        agent_timeout=240,
     )
 
 
@@ -393,20 +457,26 @@ def fix_bug(rng: random.Random, k: int) -> TaskSpec:
     checks = [("program_present", f"test -f {prog}")]
     for i, (nums, mean) in enumerate(cases):
         data = "\\n".join(str(n) for n in nums)
-        checks.append((
-            f"mean_case_{i + 1}",
-            f"printf '{data}\\n' > /tmp/case{i}.txt && "
-            f"python3 -c 'import sys; v=float(sys.argv[1]); assert abs(v-{mean!r})<1e-6' "
-            f'"$(timeout 10 python3 {prog} /tmp/case{i}.txt)"',
-        ))
+        checks.append(
+            (
+                f"mean_case_{i + 1}",
+                f"printf '{data}\\n' > /tmp/case{i}.txt && "
+                f"python3 -c 'import sys; v=float(sys.argv[1]); assert abs(v-{mean!r})<1e-6' "
+                f'"$(timeout 10 python3 {prog} /tmp/case{i}.txt)"',
+            )
+        )
     return TaskSpec(
         name=f"fix-bug-{k + 1}",
         instruction=f"`python3 {prog} FILE` should print the arithmetic mean of the numbers in FILE "
-                    "(one number per line), but it prints wrong results. Find and fix the bug in "
-                    f"{prog}.\n",
+        "(one number per line), but it prints wrong results. Find and fix the bug in "
+        f"{prog}.\n",
         setup=f"mkdir -p /app\ncat > {prog} <<'EOF'\n{program}EOF\nprintf '2\\n4\\n9\\n' > /app/sample.txt\n",
         solve=f"sed -i {q(f's/{_sed_escape(wrong)}/{_sed_escape(right)}/')} {prog}\n",
-        checks=checks, difficulty="hard", category="debugging", tags=["python", "debugging"], agent_timeout=400,
+        checks=checks,
+        difficulty="hard",
+        category="debugging",
+        tags=["python", "debugging"],
+        agent_timeout=400,
     )
 
 
@@ -431,16 +501,19 @@ def git_recover(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"git-recover-{k + 1}",
         instruction=f"In the git repository /app/repo, a commit that added the file {fname} was thrown "
-                    f"away with `git reset --hard`. Recover the content of {fname} from that lost "
-                    f"commit and write it to /app/recovered.txt.\n",
+        f"away with `git reset --hard`. Recover the content of {fname} from that lost "
+        f"commit and write it to /app/recovered.txt.\n",
         setup=setup,
-        solve=f"cd /app/repo && git show \"$(git reflog --format=%H | sed -n 2p)\":{fname} > /app/recovered.txt\n",
+        solve=f'cd /app/repo && git show "$(git reflog --format=%H | sed -n 2p)":{fname} > /app/recovered.txt\n',
         checks=[
             ("output_exists", "test -f /app/recovered.txt"),
             ("content_recovered", f'test "$(cat /app/recovered.txt)" = {q(secret)}'),
             ("repo_intact", "git -C /app/repo rev-parse --verify HEAD >/dev/null"),
         ],
-        difficulty="hard", category="version-control", tags=["git", "reflog"], agent_timeout=400,
+        difficulty="hard",
+        category="version-control",
+        tags=["git", "reflog"],
+        agent_timeout=400,
     )
 
 
@@ -464,11 +537,13 @@ def word_freq(rng: random.Random, k: int) -> TaskSpec:
             counts[w] = counts.get(w, 0) + 1
         top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
         expected = "\n".join(f"{c} {w}" for w, c in top)
-        checks.append((
-            f"top_words_case_{i + 1}",
-            f"printf '%s\\n' {q(text)} > /tmp/text{i}.txt && "
-            f'test "$(timeout 10 {script} /tmp/text{i}.txt | sed "s/^ *//")" = "$(printf {q(expected)})"',
-        ))
+        checks.append(
+            (
+                f"top_words_case_{i + 1}",
+                f"printf '%s\\n' {q(text)} > /tmp/text{i}.txt && "
+                f'test "$(timeout 10 {script} /tmp/text{i}.txt | sed "s/^ *//")" = "$(printf {q(expected)})"',
+            )
+        )
     solve = textwrap.dedent(f"""\
         cat > {script} <<'EOF'
         #!/bin/bash
@@ -480,17 +555,36 @@ def word_freq(rng: random.Random, k: int) -> TaskSpec:
     return TaskSpec(
         name=f"word-freq-{k + 1}",
         instruction=f"Write an executable script {script} that takes a text file as its first argument "
-                    f"and prints the {n} most frequent words, one per line as 'COUNT WORD', most frequent "
-                    "first, ties broken alphabetically. Words are runs of letters, compared lowercase.\n",
+        f"and prints the {n} most frequent words, one per line as 'COUNT WORD', most frequent "
+        "first, ties broken alphabetically. Words are runs of letters, compared lowercase.\n",
         setup="mkdir -p /app\necho 'the quick brown fox jumps over the lazy dog the end' > /app/example.txt\n",
-        solve=solve, checks=checks, difficulty="hard", category="scripting", tags=["bash", "sort", "uniq"],
+        solve=solve,
+        checks=checks,
+        difficulty="hard",
+        category="scripting",
+        tags=["bash", "sort", "uniq"],
         agent_timeout=480,
     )
 
 
-FAMILIES = [write_file, make_dir, count_lines, copy_file, count_matches, sort_unique, replace_word,
-            sum_column, rename_ext, find_largest, json_extract, greet_script, tar_archive, fix_bug,
-            git_recover, word_freq]
+FAMILIES = [
+    write_file,
+    make_dir,
+    count_lines,
+    copy_file,
+    count_matches,
+    sort_unique,
+    replace_word,
+    sum_column,
+    rename_ext,
+    find_largest,
+    json_extract,
+    greet_script,
+    tar_archive,
+    fix_bug,
+    git_recover,
+    word_freq,
+]
 INSTANCES = 3
 
 
@@ -511,8 +605,8 @@ def test_script(spec: TaskSpec) -> str:
     ]
     lines += [f"check {name} {q(cmd)}" for name, cmd in spec.checks]
     lines += [
-        "printf '{\"results\":{\"tool\":{\"name\":\"bash\"},\"summary\":{\"tests\":%d,\"passed\":%d,\"failed\":%d},"
-        "\"tests\":[%s]}}\\n' \\",
+        'printf \'{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},'
+        '"tests":[%s]}}\\n\' \\',
         '  "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json',
         '[ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt',
         "",
@@ -553,7 +647,8 @@ def write_task(spec: TaskSpec, family: str, split: str, dest: Path) -> None:
     (d / "task.toml").write_text(task_toml(spec, family, split))
     (d / "instruction.md").write_text(spec.instruction)
     (d / "environment" / "setup.sh").write_text(
-        "#!/bin/bash\n# Runs as root in the sandbox before the agent starts.\nset -e\n" + spec.setup)
+        "#!/bin/bash\n# Runs as root in the sandbox before the agent starts.\nset -e\n" + spec.setup
+    )
     (d / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\n" + spec.solve)
     (d / "tests" / "test.sh").write_text(test_script(spec))
     for p in (d / "environment" / "setup.sh", d / "solution" / "solve.sh", d / "tests" / "test.sh"):

@@ -81,15 +81,27 @@ def suite_overhead(concurrency: int, warm: int) -> dict[str, float]:
     tasks = load_suite(builtin_tasks_dir()).tasks
     runner = EpisodeRunner(config=config, backend="docker", store=None, bus=None)
     t = time.perf_counter()
-    _, results = runner.run([EpisodeJob(task, OracleAgent) for task in tasks], kind="bench",
-                            agent_label="oracle", tasks_path="builtin", concurrency=concurrency)
+    _, results = runner.run(
+        [EpisodeJob(task, OracleAgent) for task in tasks],
+        kind="bench",
+        agent_label="oracle",
+        tasks_path="builtin",
+        concurrency=concurrency,
+    )
     wall = time.perf_counter() - t
-    overheads = [r.duration_s - sum(s.duration_s for s in r.steps) - r.phase_s.get("verifier_exec", 0.0)
-                 for r in results]
-    return {"concurrency": concurrency, "warm_pool": warm, "tasks": len(tasks), "wall_s": round(wall, 2),
-            "successes": sum(r.success for r in results), "episode_s_mean": round(
-                statistics.mean(r.duration_s for r in results), 3),
-            "overhead_s_p50": round(pct(overheads, 0.5), 3), "overhead_s_mean": round(statistics.mean(overheads), 3)}
+    overheads = [
+        r.duration_s - sum(s.duration_s for s in r.steps) - r.phase_s.get("verifier_exec", 0.0) for r in results
+    ]
+    return {
+        "concurrency": concurrency,
+        "warm_pool": warm,
+        "tasks": len(tasks),
+        "wall_s": round(wall, 2),
+        "successes": sum(r.success for r in results),
+        "episode_s_mean": round(statistics.mean(r.duration_s for r in results), 3),
+        "overhead_s_p50": round(pct(overheads, 0.5), 3),
+        "overhead_s_mean": round(statistics.mean(overheads), 3),
+    }
 
 
 def main() -> int:
@@ -109,20 +121,34 @@ def main() -> int:
     POOL.drain()
 
     print(f"{'measure':<40}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
-    for name, row in (("start-to-ready, cold", cold), ("start-to-ready, warm pool", warm),
-                      ("session round trip `true`", shell_ms), ("raw `docker exec <ctr> true`", raw_ms)):
+    for name, row in (
+        ("start-to-ready, cold", cold),
+        ("start-to-ready, warm pool", warm),
+        ("session round trip `true`", shell_ms),
+        ("raw `docker exec <ctr> true`", raw_ms),
+    ):
         print(f"{name:<40}{row['p50_ms']:>10.2f}{row['p95_ms']:>10.2f}{row['n']:>6}")
     print(f"\n{'oracle, whole suite':<28}{'wall s':>8}{'ok':>8}{'episode s':>11}{'overhead s p50':>16}")
     for row in suites:
         label = f"-j {row['concurrency']}, warm pool {row['warm_pool']}"
-        print(f"{label:<28}{row['wall_s']:>8.2f}{str(row['successes']) + '/' + str(row['tasks']):>8}"
-              f"{row['episode_s_mean']:>11.3f}{row['overhead_s_p50']:>16.3f}")
-    targets = {"warm_start_p50_under_100ms": warm["p50_ms"] < 100,
-               "round_trip_within_5ms_of_raw_exec": shell_ms["p50_ms"] <= raw_ms["p50_ms"] + 5}
+        print(
+            f"{label:<28}{row['wall_s']:>8.2f}{str(row['successes']) + '/' + str(row['tasks']):>8}"
+            f"{row['episode_s_mean']:>11.3f}{row['overhead_s_p50']:>16.3f}"
+        )
+    targets = {
+        "warm_start_p50_under_100ms": warm["p50_ms"] < 100,
+        "round_trip_within_5ms_of_raw_exec": shell_ms["p50_ms"] <= raw_ms["p50_ms"] + 5,
+    }
     print("\ntargets:", ", ".join(f"{k}={'met' if v else 'MISSED'}" for k, v in targets.items()))
-    payload = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-               "start_to_ready_cold": cold, "start_to_ready_warm": warm, "round_trip_true": shell_ms,
-               "raw_docker_exec_true": raw_ms, "oracle_suite": suites, "targets": targets}
+    payload = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
+        "start_to_ready_cold": cold,
+        "start_to_ready_warm": warm,
+        "round_trip_true": shell_ms,
+        "raw_docker_exec_true": raw_ms,
+        "oracle_suite": suites,
+        "targets": targets,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -46,10 +46,16 @@ def prepare(tasks, root: Path) -> list[Path]:
         image = f"trsi-tui/harbor-bench:{task.name}"
         ctx = Path(tempfile.mkdtemp(prefix="hb-ctx-"))
         shutil.copy(task.setup_script, ctx / "setup.sh")
-        (ctx / "Dockerfile").write_text(f"FROM {BASE_IMAGE}\nCOPY setup.sh /tmp/setup.sh\n"
-                                        "RUN bash /tmp/setup.sh && rm /tmp/setup.sh\nWORKDIR /app\n")
-        subprocess.run(["docker", "build", "-q", "--network", "host", "-t", image, str(ctx)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        (ctx / "Dockerfile").write_text(
+            f"FROM {BASE_IMAGE}\nCOPY setup.sh /tmp/setup.sh\n"
+            "RUN bash /tmp/setup.sh && rm /tmp/setup.sh\nWORKDIR /app\n"
+        )
+        subprocess.run(
+            ["docker", "build", "-q", "--network", "host", "-t", image, str(ctx)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         shutil.rmtree(ctx)
         dest = root / task.name
         shutil.copytree(task.path, dest, ignore=shutil.ignore_patterns("environment"))
@@ -67,9 +73,22 @@ def prepare(tasks, root: Path) -> list[Path]:
 def run_harbor(harbor: str, task_dirs: list[Path], concurrency: int, jobs: Path) -> dict[str, object]:
     t = time.perf_counter()
     proc = subprocess.run(
-        [harbor, "run", "--path", str(task_dirs[0].parent), "--agent", "oracle", "--jobs-dir", str(jobs),
-         "--n-concurrent", str(concurrency), "--quiet", "--yes"],
-        capture_output=True, text=True,
+        [
+            harbor,
+            "run",
+            "--path",
+            str(task_dirs[0].parent),
+            "--agent",
+            "oracle",
+            "--jobs-dir",
+            str(jobs),
+            "--n-concurrent",
+            str(concurrency),
+            "--quiet",
+            "--yes",
+        ],
+        capture_output=True,
+        text=True,
     )
     wall = time.perf_counter() - t
     rewards = []
@@ -81,9 +100,14 @@ def run_harbor(harbor: str, task_dirs: list[Path], concurrency: int, jobs: Path)
         vr = data.get("verifier_result") or {}
         if isinstance(vr, dict) and "rewards" in vr:
             rewards.append((vr.get("rewards") or {}).get("reward"))
-    return {"wall_s": round(wall, 2), "trials": len(task_dirs), "per_trial_s": round(wall / len(task_dirs), 3),
-            "rewards_1": sum(1 for r in rewards if r == 1), "exit_code": proc.returncode,
-            "tail": (proc.stdout + proc.stderr)[-600:]}
+    return {
+        "wall_s": round(wall, 2),
+        "trials": len(task_dirs),
+        "per_trial_s": round(wall / len(task_dirs), 3),
+        "rewards_1": sum(1 for r in rewards if r == 1),
+        "exit_code": proc.returncode,
+        "tail": (proc.stdout + proc.stderr)[-600:],
+    }
 
 
 def run_ours(task_dirs: list[Path], concurrency: int) -> dict[str, object]:
@@ -91,12 +115,21 @@ def run_ours(task_dirs: list[Path], concurrency: int) -> dict[str, object]:
     tasks = [load_suite(d).tasks[0] for d in task_dirs]
     runner = EpisodeRunner(config=config, backend="docker", store=None, bus=None)
     t = time.perf_counter()
-    _, results = runner.run([EpisodeJob(x, OracleAgent) for x in tasks], kind="bench", agent_label="oracle",
-                            tasks_path="harbor-copies", concurrency=concurrency)
+    _, results = runner.run(
+        [EpisodeJob(x, OracleAgent) for x in tasks],
+        kind="bench",
+        agent_label="oracle",
+        tasks_path="harbor-copies",
+        concurrency=concurrency,
+    )
     wall = time.perf_counter() - t
-    return {"wall_s": round(wall, 2), "trials": len(tasks), "per_trial_s": round(wall / len(tasks), 3),
-            "successes": sum(r.success for r in results),
-            "episode_s_mean": round(statistics.mean(r.duration_s for r in results), 3)}
+    return {
+        "wall_s": round(wall, 2),
+        "trials": len(tasks),
+        "per_trial_s": round(wall / len(tasks), 3),
+        "successes": sum(r.success for r in results),
+        "episode_s_mean": round(statistics.mean(r.duration_s for r in results), 3),
+    }
 
 
 def main() -> int:
@@ -120,14 +153,23 @@ def main() -> int:
         harbor = run_harbor(args.harbor, task_dirs, args.concurrency, Path(tmp) / "jobs")
 
     print(f"{'harness':<12}{'trials':>8}{'wall s':>10}{'s / trial':>12}{'passed':>8}")
-    print(f"{'trsi-tui':<12}{ours['trials']:>8}{ours['wall_s']:>10.2f}{ours['per_trial_s']:>12.3f}{ours['successes']:>8}")
-    print(f"{'harbor':<12}{harbor['trials']:>8}{harbor['wall_s']:>10.2f}{harbor['per_trial_s']:>12.3f}"
-          f"{harbor['rewards_1']:>8}")
+    print(
+        f"{'trsi-tui':<12}{ours['trials']:>8}{ours['wall_s']:>10.2f}{ours['per_trial_s']:>12.3f}{ours['successes']:>8}"
+    )
+    print(
+        f"{'harbor':<12}{harbor['trials']:>8}{harbor['wall_s']:>10.2f}{harbor['per_trial_s']:>12.3f}"
+        f"{harbor['rewards_1']:>8}"
+    )
     if harbor["exit_code"]:
         print(f"harbor exited {harbor['exit_code']}: {harbor['tail']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"tasks": [t.name for t in chosen], "concurrency": args.concurrency,
-                                    "trsi_tui": ours, "harbor": harbor}, indent=2) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {"tasks": [t.name for t in chosen], "concurrency": args.concurrency, "trsi_tui": ours, "harbor": harbor},
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out}")
     return 0
 

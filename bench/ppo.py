@@ -3,7 +3,8 @@
     python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
 
 Part 1, the update: one PPO update (ppo_epochs 1, one minibatch) of actor and critic on
-`--model` (default the bundled SmolLM2-135M; `hf:PATH` for another base, on CUDA when there is one) (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
+`--model` (default the bundled SmolLM2-135M; `hf:PATH` for another base, on CUDA when there is
+one) (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
 them NF4) over `--episodes` synthetic episodes of each length: random token ids with a real
 episode's shape (a 40% prompt, then 64 action tokens and 128 observation tokens in turn). Each
 length runs in its own process. Reported: seconds per update, training tokens per second, and
@@ -53,8 +54,17 @@ def synthetic(length: int, vocab: int, seed: int):
     mask[-1] = 1
     ids = tuple(rng.randrange(100, vocab) for _ in range(length))
     actions = sum(mask)
-    return Rollout(f"synthetic-{seed}", "bench", ids, tuple(mask), tuple([-1.0] * actions), rng.choice([0.0, 0.25, 1.0]),
-                   False, 0.0, 0.0)
+    return Rollout(
+        f"synthetic-{seed}",
+        "bench",
+        ids,
+        tuple(mask),
+        tuple([-1.0] * actions),
+        rng.choice([0.0, 0.25, 1.0]),
+        False,
+        0.0,
+        0.0,
+    )
 
 
 def worker(args) -> None:
@@ -70,9 +80,17 @@ def worker(args) -> None:
     torch.manual_seed(0)
     release_freed_memory()
     settings = RprConfig(ppo_epochs=1, minibatch_episodes=args.episodes, load_4bit=args.four_bit, max_len=8192)
-    ac = ActorCritic.load(trainable_weights(args.model)[0], actor_adapter=None, critic_adapter=None,
-                          value_head=None, reference="base", reference_adapter=None, lora=LoraShape(),
-                          load_4bit=args.four_bit, temperature=0.8)
+    ac = ActorCritic.load(
+        trainable_weights(args.model)[0],
+        actor_adapter=None,
+        critic_adapter=None,
+        value_head=None,
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(),
+        load_4bit=args.four_bit,
+        temperature=0.8,
+    )
     vocab = ac.model.get_base_model().config.vocab_size
     rollouts = [synthetic(args.length, vocab, s) for s in range(args.episodes)]
     optimizers, schedulers = make_optimizers(ac, settings)
@@ -94,20 +112,33 @@ def worker(args) -> None:
     stop.set()
     sampler.join()
     tokens = sum(len(r.ids) for r in rollouts)
-    print(json.dumps({
-        "model": args.model, "length": args.length, "episodes": args.episodes, "tokens": tokens, "4bit": args.four_bit,
-        "joint_update_s": round(joint.seconds, 2), "critic_update_s": round(critic.seconds, 2),
-        "joint_tokens_per_s": round(tokens / joint.seconds, 1), "critic_tokens_per_s": round(tokens / critic.seconds, 1),
-        "baseline_rss_mb": round(baseline), "peak_rss_mb": round(peak["mb"]),
-        "peak_above_model_mb_per_1k_tokens": round((peak["mb"] - baseline) / (args.length / 1000), 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "length": args.length,
+                "episodes": args.episodes,
+                "tokens": tokens,
+                "4bit": args.four_bit,
+                "joint_update_s": round(joint.seconds, 2),
+                "critic_update_s": round(critic.seconds, 2),
+                "joint_tokens_per_s": round(tokens / joint.seconds, 1),
+                "critic_tokens_per_s": round(tokens / critic.seconds, 1),
+                "baseline_rss_mb": round(baseline),
+                "peak_rss_mb": round(peak["mb"]),
+                "peak_above_model_mb_per_1k_tokens": round((peak["mb"] - baseline) / (args.length / 1000), 1),
+            }
+        )
+    )
 
 
 def round_breakdown(db: Path) -> list[dict]:
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT run_id, step, name, value FROM metrics WHERE run_id LIKE 'rpr-%' AND "
-                       "name IN ('time/rollout_s', 'time/train_s', 'time/checkpoint_s', 'time/generation_share', "
-                       "'rpr/warmup')").fetchall()
+    rows = con.execute(
+        "SELECT run_id, step, name, value FROM metrics WHERE run_id LIKE 'rpr-%' AND "
+        "name IN ('time/rollout_s', 'time/train_s', 'time/checkpoint_s', 'time/generation_share', "
+        "'rpr/warmup')"
+    ).fetchall()
     rounds: dict[tuple[str, int], dict] = {}
     for run, step, name, value in rows:
         rounds.setdefault((run, step), {})[name] = value
@@ -120,9 +151,16 @@ def round_breakdown(db: Path) -> list[dict]:
         sandbox = sum(r["time/rollout_s"] * (1 - r["time/generation_share"]) for r in chosen)
         train = sum(r["time/train_s"] + r["time/checkpoint_s"] for r in chosen)
         total = gen + sandbox + train
-        out.append({"phase": phase, "rounds": len(chosen), "mean_round_s": round(total / len(chosen), 1),
-                    "generation_share": round(gen / total, 3), "sandbox_share": round(sandbox / total, 3),
-                    "training_share": round(train / total, 3)})
+        out.append(
+            {
+                "phase": phase,
+                "rounds": len(chosen),
+                "mean_round_s": round(total / len(chosen), 1),
+                "generation_share": round(gen / total, 3),
+                "sandbox_share": round(sandbox / total, 3),
+                "training_share": round(train / total, 3),
+            }
+        )
     return out
 
 
@@ -142,29 +180,52 @@ def main() -> None:
         return
     rows = []
     for length in args.lengths:
-        cmd = [sys.executable, __file__, "--worker", "--model", args.model, "--length", str(length),
-               "--episodes", str(args.episodes)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            "--model",
+            args.model,
+            "--length",
+            str(length),
+            "--episodes",
+            str(args.episodes),
+        ]
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"length {length} failed")
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    print("tokens/episode | episodes | joint update s | critic-only s | joint tok/s | peak RSS MB | "
-          "peak above model, MB per 1k tokens")
+    print(
+        "tokens/episode | episodes | joint update s | critic-only s | joint tok/s | peak RSS MB | "
+        "peak above model, MB per 1k tokens"
+    )
     for r in rows:
-        print(f"{r['length']} | {r['episodes']} | {r['joint_update_s']} | {r['critic_update_s']} | "
-              f"{r['joint_tokens_per_s']} | {r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}")
+        print(
+            f"{r['length']} | {r['episodes']} | {r['joint_update_s']} | {r['critic_update_s']} | "
+            f"{r['joint_tokens_per_s']} | {r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}"
+        )
     breakdown = round_breakdown(args.store) if args.store else []
     if breakdown:
         print("\nphase | rounds | mean round s | generation | sandboxes | training")
         for b in breakdown:
-            print(f"{b['phase']} | {b['rounds']} | {b['mean_round_s']} | {b['generation_share']:.0%} | "
-                  f"{b['sandbox_share']:.0%} | {b['training_share']:.0%}")
+            print(
+                f"{b['phase']} | {b['rounds']} | {b['mean_round_s']} | {b['generation_share']:.0%} | "
+                f"{b['sandbox_share']:.0%} | {b['training_share']:.0%}"
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                               "updates": rows, "round_breakdown": breakdown}, indent=2))
+    out.write_text(
+        json.dumps(
+            {
+                "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                "updates": rows,
+                "round_breakdown": breakdown,
+            },
+            indent=2,
+        )
+    )
     print(f"wrote {out}")
 
 

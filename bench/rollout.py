@@ -42,8 +42,9 @@ def raw_generation_seconds(policy, steps) -> tuple[float, int]:
     for prompt, n, seed in steps:
         t = time.perf_counter()
         llm.set_seed(seed)  # the episode's seed for this turn: the same tokens, the same cache state
-        for i, _ in enumerate(llm.generate(prompt, temp=0.7, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
-                                           reset=True)):
+        for i, _ in enumerate(
+            llm.generate(prompt, temp=0.7, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True)
+        ):
             if i + 1 >= n:
                 break
         total += time.perf_counter() - t
@@ -55,12 +56,18 @@ def run(policy, tasks, harness: str, max_turns: int, concurrency: int):
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
 
     def agent(i: int):
-        return lambda: ModelAgent(policy, get_harness(harness), temperature=0.7, seed=i, max_turns=max_turns,
-                                  max_tokens_per_turn=128)
+        return lambda: ModelAgent(
+            policy, get_harness(harness), temperature=0.7, seed=i, max_turns=max_turns, max_tokens_per_turn=128
+        )
 
     t = time.perf_counter()
-    _, results = runner.run([EpisodeJob(task, agent(i)) for i, task in enumerate(tasks)], kind="bench",
-                            agent_label="model", tasks_path="builtin", concurrency=concurrency)
+    _, results = runner.run(
+        [EpisodeJob(task, agent(i)) for i, task in enumerate(tasks)],
+        kind="bench",
+        agent_label="model",
+        tasks_path="builtin",
+        concurrency=concurrency,
+    )
     return results, time.perf_counter() - t
 
 
@@ -81,10 +88,18 @@ def main() -> int:
         gen_tokens = sum(len(s.token_ids) for s in steps)
         gen_s = sum(s.generation_s for s in steps)
         agent_s = sum(r.phase_s.get("agent", 0.0) for r in results)
-        rows.append({"concurrency": concurrency, "episodes": len(results), "wall_s": round(wall, 2),
-                     "episodes_per_min": round(60 * len(results) / wall, 2), "tokens": gen_tokens,
-                     "tokens_per_s": round(gen_tokens / gen_s, 1) if gen_s else 0.0,
-                     "agent_turn_s": round(agent_s, 2), "results": results})
+        rows.append(
+            {
+                "concurrency": concurrency,
+                "episodes": len(results),
+                "wall_s": round(wall, 2),
+                "episodes_per_min": round(60 * len(results) / wall, 2),
+                "tokens": gen_tokens,
+                "tokens_per_s": round(gen_tokens / gen_s, 1) if gen_s else 0.0,
+                "agent_turn_s": round(agent_s, 2),
+                "results": results,
+            }
+        )
     # The raw baseline: the same prompts and token counts as the concurrency-1 episodes.
     base = rows[0]
     prompts = []
@@ -99,14 +114,27 @@ def main() -> int:
 
     print(f"{'concurrency':<12}{'episodes':>9}{'wall s':>9}{'ep/min':>8}{'tokens':>8}{'tok/s':>8}")
     for row in rows:
-        print(f"{row['concurrency']:<12}{row['episodes']:>9}{row['wall_s']:>9.2f}{row['episodes_per_min']:>8.2f}"
-              f"{row['tokens']:>8}{row['tokens_per_s']:>8.1f}")
-    print(f"\nraw llama.cpp, same prompts and token counts: {raw_s:.2f} s for {raw_tokens} tokens "
-          f"({raw_tokens / raw_s:.1f} tok/s)")
-    print(f"agent turns at concurrency 1: {base['agent_turn_s']:.2f} s -> harness + sandbox overhead "
-          f"{overhead:+.1%} (target under 5%)")
-    payload = {"harness": args.harness, "max_turns": args.max_turns, "rows": rows, "raw_generation_s": round(raw_s, 3),
-               "raw_tokens": raw_tokens, "overhead_fraction": round(overhead, 4), "target_met": overhead < 0.05}
+        print(
+            f"{row['concurrency']:<12}{row['episodes']:>9}{row['wall_s']:>9.2f}{row['episodes_per_min']:>8.2f}"
+            f"{row['tokens']:>8}{row['tokens_per_s']:>8.1f}"
+        )
+    print(
+        f"\nraw llama.cpp, same prompts and token counts: {raw_s:.2f} s for {raw_tokens} tokens "
+        f"({raw_tokens / raw_s:.1f} tok/s)"
+    )
+    print(
+        f"agent turns at concurrency 1: {base['agent_turn_s']:.2f} s -> harness + sandbox overhead "
+        f"{overhead:+.1%} (target under 5%)"
+    )
+    payload = {
+        "harness": args.harness,
+        "max_turns": args.max_turns,
+        "rows": rows,
+        "raw_generation_s": round(raw_s, 3),
+        "raw_tokens": raw_tokens,
+        "overhead_fraction": round(overhead, 4),
+        "target_met": overhead < 0.05,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {args.out}")

@@ -47,8 +47,20 @@ def bench_start(n: int) -> list[float]:
 
 
 def bench_raw_bwrap(n: int) -> list[float]:
-    argv = [bwrap_path(), "--unshare-all", "--die-with-parent", *_userland_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "/bin/true"]
+    argv = [
+        bwrap_path(),
+        "--unshare-all",
+        "--die-with-parent",
+        *_userland_binds(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--",
+        "/bin/true",
+    ]
     times = []
     for _ in range(n):
         t = time.perf_counter()
@@ -77,11 +89,20 @@ def bench_suite(concurrency: int) -> dict[str, float]:
     tasks = load_suite(builtin_tasks_dir()).tasks
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
     t = time.perf_counter()
-    _, results = runner.run([EpisodeJob(task, OracleAgent) for task in tasks], kind="bench",
-                            agent_label="oracle", tasks_path="builtin", concurrency=concurrency)
+    _, results = runner.run(
+        [EpisodeJob(task, OracleAgent) for task in tasks],
+        kind="bench",
+        agent_label="oracle",
+        tasks_path="builtin",
+        concurrency=concurrency,
+    )
     wall = time.perf_counter() - t
-    return {"concurrency": concurrency, "tasks": len(tasks), "wall_s": round(wall, 2),
-            "successes": sum(r.success for r in results)}
+    return {
+        "concurrency": concurrency,
+        "tasks": len(tasks),
+        "wall_s": round(wall, 2),
+        "successes": sum(r.success for r in results),
+    }
 
 
 def main() -> int:
@@ -98,19 +119,27 @@ def main() -> int:
     suite = [bench_suite(c) for c in args.concurrency]
 
     print(f"{'measure':<34}{'p50 ms':>10}{'p95 ms':>10}{'n':>6}")
-    for name, row in (("sandbox start-to-ready", start), ("raw bwrap ... true (baseline)", raw),
-                      ("shell round trip `true`", rt)):
+    for name, row in (
+        ("sandbox start-to-ready", start),
+        ("raw bwrap ... true (baseline)", raw),
+        ("shell round trip `true`", rt),
+    ):
         print(f"{name:<34}{row['p50_ms']:>10.2f}{row['p95_ms']:>10.2f}{row['n']:>6}")
     print(f"\n{'oracle, whole suite':<34}{'wall s':>10}{'ok':>10}")
     for row in suite:
-        print(f"{'concurrency ' + str(row['concurrency']):<34}{row['wall_s']:>10.2f}"
-              f"{str(row['successes']) + '/' + str(row['tasks']):>10}")
+        print(
+            f"{'concurrency ' + str(row['concurrency']):<34}{row['wall_s']:>10.2f}"
+            f"{str(row['successes']) + '/' + str(row['tasks']):>10}"
+        )
     targets = {"start_p50_under_50ms": start["p50_ms"] < 50, "round_trip_p50_under_5ms": rt["p50_ms"] < 5}
     print("\ntargets:", ", ".join(f"{k}={'met' if v else 'MISSED'}" for k, v in targets.items()))
 
     payload = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()},
-        "start_to_ready": start, "raw_bwrap_true": raw, "round_trip_true": rt, "oracle_suite": suite,
+        "start_to_ready": start,
+        "raw_bwrap_true": raw,
+        "round_trip_true": rt,
+        "oracle_suite": suite,
         "targets": targets,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -37,13 +37,20 @@ def make_samples(tokenizer_policy, repeat: int):
     samples = []
     for task in load_suite(builtin_tasks_dir()).tasks:
         solve = (task.solution_dir / "solve.sh").read_text().strip().splitlines()[-1]
-        opening = [{"role": "system", "content": harness.system_prompt()},
-                   {"role": "user", "content": harness.first_message(task.instruction, 120)}]
+        opening = [
+            {"role": "system", "content": harness.system_prompt()},
+            {"role": "user", "content": harness.first_message(task.instruction, 120)},
+        ]
         prompt = tokenizer_policy.tokenize_chat(opening, add_generation_prompt=True)
         action = tokenizer_policy.tokenizer.encode(f"<bash>{solve}</bash>", add_special_tokens=False)
         action += [min(tokenizer_policy.stop_ids)]
-        samples.append(Sample(tuple(prompt + action), tuple([0] * len(prompt) + [1] * len(action)),
-                              Provenance(task.name, "xml-bash", "", "")))
+        samples.append(
+            Sample(
+                tuple(prompt + action),
+                tuple([0] * len(prompt) + [1] * len(action)),
+                Provenance(task.name, "xml-bash", "", ""),
+            )
+        )
     return samples * repeat
 
 
@@ -52,12 +59,12 @@ def run_ours(base: str, samples, args) -> dict:
 
     from engine.rsr.sft import SftConfig, train_sft
 
-    config = SftConfig(epochs=args.epochs, batch_samples=args.batch, load_4bit=not args.no_4bit,
-                       learning_rate=2e-4, rank=8, alpha=16)
+    config = SftConfig(
+        epochs=args.epochs, batch_samples=args.batch, load_4bit=not args.no_4bit, learning_rate=2e-4, rank=8, alpha=16
+    )
     with tempfile.TemporaryDirectory() as out:
         result = train_sft(base, samples, Path(out), config)
-    return {"seconds": result.seconds, "tokens": result.tokens, "steps": result.steps,
-            "final_loss": result.losses[-1]}
+    return {"seconds": result.seconds, "tokens": result.tokens, "steps": result.steps, "final_loss": result.losses[-1]}
 
 
 def run_trl(base: str, samples, args) -> dict:
@@ -73,8 +80,9 @@ def run_trl(base: str, samples, args) -> dict:
 
     kwargs = {"dtype": torch.float32}
     if not args.no_4bit:
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                                                           bnb_4bit_compute_dtype=torch.float32)
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+        )
     model = AutoModelForCausalLM.from_pretrained(base, **kwargs)
     data = Dataset.from_list([{"input_ids": list(s.ids), "completion_mask": list(s.mask)} for s in samples])
     timing = {}
@@ -87,19 +95,41 @@ def run_trl(base: str, samples, args) -> dict:
             timing["end"] = time.monotonic()
 
     with tempfile.TemporaryDirectory() as out:
-        config = SFTConfig(output_dir=out, per_device_train_batch_size=args.batch, num_train_epochs=args.epochs,
-                           learning_rate=2e-4, lr_scheduler_type="constant", warmup_steps=0, logging_steps=1,
-                           save_strategy="no", report_to=[], use_cpu=True, bf16=False, fp16=False,
-                           max_length=2048, packing=False, completion_only_loss=True, gradient_checkpointing=False,
-                           dataloader_num_workers=0, seed=0)
-        trainer = SFTTrainer(model=model, args=config, train_dataset=data,
-                             peft_config=LoraConfig(r=8, lora_alpha=16, target_modules=list(LORA_TARGETS),
-                                                    task_type="CAUSAL_LM"),
-                             callbacks=[Clock()])
+        config = SFTConfig(
+            output_dir=out,
+            per_device_train_batch_size=args.batch,
+            num_train_epochs=args.epochs,
+            learning_rate=2e-4,
+            lr_scheduler_type="constant",
+            warmup_steps=0,
+            logging_steps=1,
+            save_strategy="no",
+            report_to=[],
+            use_cpu=True,
+            bf16=False,
+            fp16=False,
+            max_length=2048,
+            packing=False,
+            completion_only_loss=True,
+            gradient_checkpointing=False,
+            dataloader_num_workers=0,
+            seed=0,
+        )
+        trainer = SFTTrainer(
+            model=model,
+            args=config,
+            train_dataset=data,
+            peft_config=LoraConfig(r=8, lora_alpha=16, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"),
+            callbacks=[Clock()],
+        )
         result = trainer.train()
     tokens = sum(len(s.ids) for s in samples) * args.epochs
-    return {"seconds": timing["end"] - timing["start"], "tokens": tokens, "steps": result.global_step,
-            "final_loss": trainer.state.log_history[-2].get("loss") if len(trainer.state.log_history) > 1 else None}
+    return {
+        "seconds": timing["end"] - timing["start"],
+        "tokens": tokens,
+        "steps": result.global_step,
+        "final_loss": trainer.state.log_history[-2].get("loss") if len(trainer.state.log_history) > 1 else None,
+    }
 
 
 def worker(args) -> None:
@@ -132,8 +162,18 @@ def main() -> None:
         return
     rows = {}
     for name in ("ours", "trl"):
-        cmd = [sys.executable, __file__, "--worker", name, "--epochs", str(args.epochs), "--batch", str(args.batch),
-               "--repeat", str(args.repeat)] + (["--no-4bit"] if args.no_4bit else [])
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            name,
+            "--epochs",
+            str(args.epochs),
+            "--batch",
+            str(args.batch),
+            "--repeat",
+            str(args.repeat),
+        ] + (["--no-4bit"] if args.no_4bit else [])
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
@@ -142,8 +182,10 @@ def main() -> None:
     print("trainer | samples | steps | tokens | seconds | tokens/s | peak RSS MB | final loss")
     for name, r in rows.items():
         loss = "-" if r["final_loss"] is None else f"{r['final_loss']:.4f}"
-        print(f"{name} | {r['samples']} | {r['steps']} | {r['tokens']} | {r['seconds']:.1f} | "
-              f"{r['tokens_per_second']:.0f} | {r['peak_rss_mb']:.0f} | {loss}")
+        print(
+            f"{name} | {r['samples']} | {r['steps']} | {r['tokens']} | {r['seconds']:.1f} | "
+            f"{r['tokens_per_second']:.0f} | {r['peak_rss_mb']:.0f} | {loss}"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"config": vars(args), "rows": rows}, indent=2))

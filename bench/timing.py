@@ -11,6 +11,10 @@ def pct(values: list[float], q: float) -> float:
 
 
 def ms(values: list[float]) -> dict[str, float]:
-    return {"p50_ms": round(pct(values, 0.5) * 1e3, 3), "p95_ms": round(pct(values, 0.95) * 1e3, 3),
-            "mean_ms": round(statistics.mean(values) * 1e3, 3), "max_ms": round(max(values) * 1e3, 3),
-            "n": len(values)}
+    return {
+        "p50_ms": round(pct(values, 0.5) * 1e3, 3),
+        "p95_ms": round(pct(values, 0.95) * 1e3, 3),
+        "mean_ms": round(statistics.mean(values) * 1e3, 3),
+        "max_ms": round(max(values) * 1e3, 3),
+        "n": len(values),
+    }

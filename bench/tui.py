@@ -48,13 +48,14 @@ KEY_TIMEOUT_S = 2.0
 LINE = "\x1b[32m{i:>7}\x1b[0m  compiling module_{i} ... ok  [" + "#" * 24 + "]\n"
 
 
-async def measure(panes: int, seconds: float, frame_hz: float, presses: int, per_chunk: bool,
-                  rate: float) -> dict[str, object]:
+async def measure(
+    panes: int, seconds: float, frame_hz: float, presses: int, per_chunk: bool, rate: float
+) -> dict[str, object]:
     app = create_app(Engine(Config(), Store(":memory:")))
     app.frame_hz = frame_hz
     if per_chunk:  # the naive design: one message and one flush for every chunk of output
         add = app._batcher.add  # noqa: SLF001
-        app._batcher.add = lambda *a: add(*a) or True
+        app._batcher.add = lambda *a: add(*a) or True  # noqa: SLF001 - the naive design replaces the batcher's add
     writes: list[float] = []
     async with app.run_test(size=(200, 60)) as pilot:
         original_display = app._display  # noqa: SLF001 - each composed screen update passes here
@@ -64,7 +65,7 @@ async def measure(panes: int, seconds: float, frame_hz: float, presses: int, per
                 writes.append(time.perf_counter())
             original_display(screen, renderable)
 
-        app._display = counting_display
+        app._display = counting_display  # noqa: SLF001 - counts composed updates
         await pilot.press("2")
         bus = app.engine.bus
         bus.emit(RunStarted("bench", "eval", panes))
@@ -113,18 +114,28 @@ async def measure(panes: int, seconds: float, frame_hz: float, presses: int, per
             t.join()
         elapsed = time.perf_counter() - t0
         frames = sum(1 for w in writes if w <= t0 + elapsed)
-        ingested_at_stop = sum(app.live.panes[f"ep{p}"].buffer.line_count + app.live.panes[f"ep{p}"].buffer.dropped
-                               for p in range(panes))
+        ingested_at_stop = sum(
+            app.live.panes[f"ep{p}"].buffer.line_count + app.live.panes[f"ep{p}"].buffer.dropped for p in range(panes)
+        )
         drawn = sum(p.lines_drawn for p in app.screen.query(ShellPane))
         # Let the UI drain what was emitted, to report the backlog honestly.
         drain0 = time.perf_counter()
         total = sum(emitted)
-        while sum(app.live.panes[f"ep{p}"].buffer.line_count + app.live.panes[f"ep{p}"].buffer.dropped
-                  for p in range(panes)) < total and time.perf_counter() - drain0 < 60:
+        while (
+            sum(
+                app.live.panes[f"ep{p}"].buffer.line_count + app.live.panes[f"ep{p}"].buffer.dropped
+                for p in range(panes)
+            )
+            < total
+            and time.perf_counter() - drain0 < 60
+        ):
             await pilot.pause(0.05)
         drain_s = time.perf_counter() - drain0
     return {
-        "frame_hz": frame_hz, "panes": panes, "rate_per_pane": rate or "full speed", "seconds": round(elapsed, 2),
+        "frame_hz": frame_hz,
+        "panes": panes,
+        "rate_per_pane": rate or "full speed",
+        "seconds": round(elapsed, 2),
         "lines_emitted_per_s": round(total / elapsed),
         "lines_ingested_per_s": round(ingested_at_stop / elapsed),
         "lines_rendered_per_s": round(drawn / elapsed),
@@ -141,26 +152,62 @@ def build_large_store(path: Path, episodes: int = 1000, steps: int = 100, points
 
     store = Store(path)
     run_id = store.runs.create("eval", backend="local", agent="model", tasks_path="", total=episodes, config={})
-    step = AgentStep("cat /app/input.txt | sort | uniq -c", "   3 apple\n   1 pear\n" * 4, 0, False, 0.01,
-                     action_text="```bash\nsort /app/input.txt\n```", token_ids=tuple(range(40)),
-                     logprobs=(-0.5,) * 40, prompt_tokens=600, generation_s=0.2)
+    step = AgentStep(
+        "cat /app/input.txt | sort | uniq -c",
+        "   3 apple\n   1 pear\n" * 4,
+        0,
+        False,
+        0.01,
+        action_text="```bash\nsort /app/input.txt\n```",
+        token_ids=tuple(range(40)),
+        logprobs=(-0.5,) * 40,
+        prompt_tokens=600,
+        generation_s=0.2,
+    )
     for i in range(episodes):
-        store.runs.record_episode(EpisodeResult(
-            f"{run_id}-{i:05d}", run_id, f"task-{i % 64}", "eval", "model", "local", 0, "completed", i % 3 == 0,
-            2, 3, 1.0 if i % 3 == 0 else 0.33, checks=(CheckResult("a", "passed"), CheckResult("b", "failed")),
-            steps=(step,) * steps, started_at=f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}+00:00"))
-    store.runs.finish(run_id, "finished", {"episodes": episodes, "success_rate": 0.33, "pass_at_1": 0.33,
-                                           "ci95": [0.3, 0.36]})
+        store.runs.record_episode(
+            EpisodeResult(
+                f"{run_id}-{i:05d}",
+                run_id,
+                f"task-{i % 64}",
+                "eval",
+                "model",
+                "local",
+                0,
+                "completed",
+                i % 3 == 0,
+                2,
+                3,
+                1.0 if i % 3 == 0 else 0.33,
+                checks=(CheckResult("a", "passed"), CheckResult("b", "failed")),
+                steps=(step,) * steps,
+                started_at=f"2026-11-30T10:{i // 60 % 60:02d}:{i % 60:02d}+00:00",
+            )
+        )
+    store.runs.finish(
+        run_id, "finished", {"episodes": episodes, "success_rate": 0.33, "pass_at_1": 0.33, "ci95": [0.3, 0.36]}
+    )
     names = ("rpr/reward", "rpr/success", "ppo/value_loss", "ppo/kl", "ppo/entropy")
-    store.metrics.log([MetricPoint("rpr-1", "RPR-1", names[k % len(names)], k // len(names), 0.5)
-                       for k in range(points)])
-    store.stages.put(StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", pass_at_1=0.2, ci_low=0.1,
-                                 ci_high=0.3))
+    store.metrics.log(
+        [MetricPoint("rpr-1", "RPR-1", names[k % len(names)], k // len(names), 0.5) for k in range(points)]
+    )
+    store.stages.put(
+        StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", pass_at_1=0.2, ci_low=0.1, ci_high=0.3)
+    )
     from engine.store.records import LeakReport, ReviewVerdict, RunbookDraft
 
     for i in range(200):
-        store.runbooks.add(RunbookDraft(f"task-{i % 64}", 1, f"{run_id}-{i:05d}", "# Goal\nSort the file.\n" * 20,
-                                        "fenced-bash", LeakReport(0.05), ReviewVerdict(True, True, False, True)))
+        store.runbooks.add(
+            RunbookDraft(
+                f"task-{i % 64}",
+                1,
+                f"{run_id}-{i:05d}",
+                "# Goal\nSort the file.\n" * 20,
+                "fenced-bash",
+                LeakReport(0.05),
+                ReviewVerdict(True, True, False, True),
+            )
+        )
     store.close()
 
 
@@ -189,7 +236,7 @@ async def measure_store(path: Path, inline: bool, presses: int) -> dict[str, obj
                     writes.append(time.perf_counter())
                 original_display(screen, renderable)
 
-            app._display = counting_display
+            app._display = counting_display  # noqa: SLF001 - counts composed updates
             reporter = threading.Thread(target=report_progress, daemon=True)
             reporter.start()
             for screen_key, name in (("1", "dashboard"), ("4", "trajectories"), ("6", "curves"), ("5", "runbooks")):
@@ -208,8 +255,11 @@ async def measure_store(path: Path, inline: bool, presses: int) -> dict[str, obj
     finally:
         StoreLoader.inline = False
     every = [v for values in latencies.values() for v in values]
-    return {"reads": "UI thread (anchor)" if inline else "worker threads", "keypress_to_screen": ms(every),
-            "by_screen": {name: ms(values) for name, values in latencies.items()}}
+    return {
+        "reads": "UI thread (anchor)" if inline else "worker threads",
+        "keypress_to_screen": ms(every),
+        "by_screen": {name: ms(values) for name, values in latencies.items()},
+    }
 
 
 def main() -> None:
@@ -217,16 +267,24 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--panes", type=int, default=8)
     parser.add_argument("--presses", type=int, default=20)
-    parser.add_argument("--rate", type=float, default=200.0,
-                        help="lines/s per pane for the paced rows (the full-speed rows are always run)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=200.0,
+        help="lines/s per pane for the paced rows (the full-speed rows are always run)",
+    )
     parser.add_argument("--per-chunk", action="store_true", help="also run the naive per-chunk design")
     parser.add_argument("--store-presses", type=int, default=30, help="keys pressed per screen on the large store")
     parser.add_argument("--skip-streaming", action="store_true", help="only the large-store rows")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "tui.json"))
     args = parser.parse_args()
     rows = []
-    configs = [("batched 60 Hz", 60.0, False, 0.0), ("unthrottled", 1e9, False, 0.0),
-               ("batched 60 Hz", 60.0, False, args.rate), ("unthrottled", 1e9, False, args.rate)]
+    configs = [
+        ("batched 60 Hz", 60.0, False, 0.0),
+        ("unthrottled", 1e9, False, 0.0),
+        ("batched 60 Hz", 60.0, False, args.rate),
+        ("unthrottled", 1e9, False, args.rate),
+    ]
     if args.per_chunk:
         configs.append(("per-chunk", 1e9, True, args.rate))
     for label, hz, per_chunk, rate in [] if args.skip_streaming else configs:
@@ -234,13 +292,36 @@ def main() -> None:
         result["config"] = label
         rows.append(result)
         print(label, rate or "full speed", "done", flush=True)
-    header = ("config", "per pane", "emitted/s", "ingested/s", "rendered/s", "frames/s", "drain s", "key p50 ms", "key p95 ms")
+    header = (
+        "config",
+        "per pane",
+        "emitted/s",
+        "ingested/s",
+        "rendered/s",
+        "frames/s",
+        "drain s",
+        "key p50 ms",
+        "key p95 ms",
+    )
     print(" | ".join(header))
     for r in rows:
         k = r["keypress_to_screen"]
-        print(" | ".join(str(x) for x in (r["config"], r["rate_per_pane"], r["lines_emitted_per_s"], r["lines_ingested_per_s"],
-                                          r["lines_rendered_per_s"], r["frames_per_s"], r["backlog_drain_s"],
-                                          k["p50_ms"], k["p95_ms"])))
+        print(
+            " | ".join(
+                str(x)
+                for x in (
+                    r["config"],
+                    r["rate_per_pane"],
+                    r["lines_emitted_per_s"],
+                    r["lines_ingested_per_s"],
+                    r["lines_rendered_per_s"],
+                    r["frames_per_s"],
+                    r["backlog_drain_s"],
+                    k["p50_ms"],
+                    k["p95_ms"],
+                )
+            )
+        )
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,6 +29,7 @@ async def shoot() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         app = create_app(Engine(Config(), build_store(Path(tmp) / "db.sqlite")))
         async with app.run_test(size=SIZE) as pilot:
+
             async def save(name: str) -> None:
                 await settle(pilot)
                 await pilot.pause(0.3)

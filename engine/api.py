@@ -7,6 +7,7 @@ from pathlib import Path
 
 from engine.config import Config, load_config
 from engine.events import EventBus
+from engine.logs import setup_logging
 from engine.paths import Paths, builtin_tasks_dir, resolve_paths
 from engine.results import EpisodeResult
 from engine.rollout.agents import make_agent
@@ -71,6 +72,7 @@ class Engine:
     @classmethod
     def open(cls, home: str | None = None) -> "Engine":
         paths = resolve_paths(home).ensure()
+        setup_logging(paths.logs_dir)
         return cls(load_config(paths.config_file), Store(paths.database), paths)
 
     # -- tasks -----------------------------------------------------------------------------
@@ -85,7 +87,11 @@ class Engine:
         return load_suite(self.suite_path(path))
 
     def check_tasks(
-        self, paths: list[str | Path], *, backend: str | None = None, concurrency: int | None = None,
+        self,
+        paths: list[str | Path],
+        *,
+        backend: str | None = None,
+        concurrency: int | None = None,
         only: tuple[str, ...] = (),
     ) -> tuple[str, list[TaskCheck]]:
         suites = [self.load_suite(p) for p in (paths or [None])]
@@ -95,10 +101,21 @@ class Engine:
         return check_suites(suites, self._runner, concurrency=concurrency or self.config.eval.concurrency)
 
     def evaluate(
-        self, tasks: str | Path | None, *, agent: str, backend: str | None = None,
-        concurrency: int | None = None, attempts: int = 1, split: str | None = None,
-        model: str | None = None, harness: str = "xml-bash", temperature: float = 0.7, seed: int = 0,
-        seeds: int = 1, max_turns: int = 20, only: tuple[str, ...] | list[str] = (),
+        self,
+        tasks: str | Path | None,
+        *,
+        agent: str,
+        backend: str | None = None,
+        concurrency: int | None = None,
+        attempts: int = 1,
+        split: str | None = None,
+        model: str | None = None,
+        harness: str = "xml-bash",
+        temperature: float = 0.7,
+        seed: int = 0,
+        seeds: int = 1,
+        max_turns: int = 20,
+        only: tuple[str, ...] | list[str] = (),
     ) -> tuple[EvalReport, Suite]:
         """Every chosen task runs `attempts` x `seeds` episodes; seed s samples with seed+s.
 
@@ -110,8 +127,9 @@ class Engine:
             names = {t.name for t in chosen}
             unknown = sorted(set(only) - names)
             if unknown:
-                raise ValueError(f"unknown task(s) {', '.join(unknown)} in {suite.root}"
-                                 + (f" (split {split})" if split else ""))
+                raise ValueError(
+                    f"unknown task(s) {', '.join(unknown)} in {suite.root}" + (f" (split {split})" if split else "")
+                )
             chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
             from engine.policy import PolicyError, load_policy
@@ -125,53 +143,87 @@ class Engine:
             policy = load_policy(model, instances=concurrency or self.config.eval.concurrency)
 
             def factory(s: int, a: int):
-                return lambda: ModelAgent(policy, get_harness(harness), temperature=temperature,
-                                          seed=(seed + s) * 1000 + a, max_turns=max_turns)
+                return lambda: ModelAgent(
+                    policy,
+                    get_harness(harness),
+                    temperature=temperature,
+                    seed=(seed + s) * 1000 + a,
+                    max_turns=max_turns,
+                )
         else:
             make_agent(agent)  # fail fast on an unknown agent name
 
             def factory(s: int, a: int):
                 return lambda: make_agent(agent)
-        jobs = [EpisodeJob(t, factory(s, a), attempt=s * attempts + a)
-                for t in chosen for s in range(seeds) for a in range(attempts)]
+
+        jobs = [
+            EpisodeJob(t, factory(s, a), attempt=s * attempts + a)
+            for t in chosen
+            for s in range(seeds)
+            for a in range(attempts)
+        ]
         self._runner = self._new_runner(backend)
         run_id, results = self._runner.run(
-            jobs, kind="eval", agent_label=agent, tasks_path=str(suite.root),
+            jobs,
+            kind="eval",
+            agent_label=agent,
+            tasks_path=str(suite.root),
             concurrency=concurrency or self.config.eval.concurrency,
         )
         return EvalReport(run_id, results, summarize(results)), suite
 
-    def stage_context(self, *, tasks: str | Path | None, backend: str | None, concurrency: int | None,
-                      seed: int = 0) -> StageContext:
+    def stage_context(
+        self, *, tasks: str | Path | None, backend: str | None, concurrency: int | None, seed: int = 0
+    ) -> StageContext:
         """What the stages built here work with; the one place they are given a store, bus and paths."""
         return StageContext(
-            config=self.config, store=self.store, bus=self.bus, backend=backend or self.config.sandbox.backend,
-            checkpoints_dir=(self.paths or resolve_paths(None)).checkpoints_dir, tasks=self.suite_path(tasks),
-            concurrency=concurrency or self.config.eval.concurrency, seed=seed,
-            should_stop=lambda: self._stop_requested)
+            config=self.config,
+            store=self.store,
+            bus=self.bus,
+            backend=backend or self.config.sandbox.backend,
+            checkpoints_dir=(self.paths or resolve_paths(None)).checkpoints_dir,
+            tasks=self.suite_path(tasks),
+            concurrency=concurrency or self.config.eval.concurrency,
+            seed=seed,
+            should_stop=lambda: self._stop_requested,
+        )
 
-    def rsr_round(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
-                  concurrency: int | None = None, seed: int = 0, **overrides):
-        """Run (or resume) RSR round `round`; `overrides` replace keys of the config's [rsr] section."""
+    def rsr_round(self, round: int, *, model: str, **options):
+        """Run (or resume) RSR round `round`. `options`: tasks, backend, concurrency, seed (see
+        `stage_context`); every other key replaces that key of the config's [rsr] section."""
         from engine.rsr.round import RsrRound
 
-        settings = self.config.rsr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency, seed=seed)
+        ctx, settings = self._stage_setup(self.config.rsr, options)
         return self._run_work(lambda: RsrRound(ctx, round=round, model=model, settings=settings), ctx.backend)
 
-    def rpr_stage(self, round: int, *, model: str, tasks: str | Path | None = None, backend: str | None = None,
-                  concurrency: int | None = None, seed: int = 0, critic_from: str | Path | None = None,
-                  **overrides):
-        """Run (or resume) RPR stage `round`; `overrides` replace keys of the config's [rpr] section."""
+    def rpr_stage(self, round: int, *, model: str, critic_from: str | Path | None = None, **options):
+        """Run (or resume) RPR stage `round`, inheriting the critic of the checkpoint `critic_from`.
+        `options` as for `rsr_round`, the rest replacing keys of the config's [rpr] section."""
         from engine.rpr.stage import RprStage
 
-        settings = self.config.rpr.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-        ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency, seed=seed)
-        return self._run_work(lambda: RprStage(ctx, round=round, model=model, settings=settings,
-                                               critic_from=Path(critic_from) if critic_from else None), ctx.backend)
+        ctx, settings = self._stage_setup(self.config.rpr, options)
+        critic = Path(critic_from) if critic_from else None
+        return self._run_work(
+            lambda: RprStage(ctx, round=round, model=model, settings=settings, critic_from=critic), ctx.backend
+        )
 
-    def pipeline(self, *, tasks: str | Path | None = None, backend: str | None = None,
-                 concurrency: int | None = None, stop_after: str | None = None):
+    def _stage_setup(self, section, options: dict):
+        """The stage context from the run options, and the config section with the other options
+        (those not None) applied."""
+        run = {k: options.pop(k, None) for k in ("tasks", "backend", "concurrency", "seed")}
+        ctx = self.stage_context(
+            tasks=run["tasks"], backend=run["backend"], concurrency=run["concurrency"], seed=run["seed"] or 0
+        )
+        return ctx, section.model_copy(update={k: v for k, v in options.items() if v is not None})
+
+    def pipeline(
+        self,
+        *,
+        tasks: str | Path | None = None,
+        backend: str | None = None,
+        concurrency: int | None = None,
+        stop_after: str | None = None,
+    ):
         """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config."""
         from engine.pipeline.pipeline import Pipeline
 
@@ -199,14 +251,22 @@ class Engine:
 
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
         return self.evaluate(
-            req.tasks, agent=req.agent, backend=req.backend, concurrency=req.concurrency, attempts=req.attempts,
-            split=req.split, model=req.model, harness=req.harness, seeds=req.seeds, only=req.only,
+            req.tasks,
+            agent=req.agent,
+            backend=req.backend,
+            concurrency=req.concurrency,
+            attempts=req.attempts,
+            split=req.split,
+            model=req.model,
+            harness=req.harness,
+            seeds=req.seeds,
+            only=req.only,
         )
 
     def _new_runner(self, backend: str | None) -> EpisodeRunner:
         preflight(backend or self.config.sandbox.backend)
         return EpisodeRunner(
-            config=self.config, backend=backend or self.config.sandbox.backend, store=self.store, bus=self.bus,
+            config=self.config, backend=backend or self.config.sandbox.backend, store=self.store, bus=self.bus
         )
 
     def cancel(self) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Callable, Union
 
 from engine.results import AgentStep, EpisodeResult
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -106,8 +109,20 @@ class TrainingStep:
     value: float
 
 
-Event = Union[RunStarted, EpisodeStarted, EpisodePhase, SandboxOutput, AgentStepTaken, EpisodeFinished, RunFinished,
-              RsrProgress, RunbookDrafted, RprProgress, PipelineProgress, TrainingStep]
+Event = Union[
+    RunStarted,
+    EpisodeStarted,
+    EpisodePhase,
+    SandboxOutput,
+    AgentStepTaken,
+    EpisodeFinished,
+    RunFinished,
+    RsrProgress,
+    RunbookDrafted,
+    RprProgress,
+    PipelineProgress,
+    TrainingStep,
+]
 Listener = Callable[[Event], None]
 
 
@@ -135,5 +150,5 @@ class EventBus:
         for listener in listeners:
             try:
                 listener(event)
-            except Exception:  # noqa: BLE001 - a faulty subscriber must not break a run
-                pass
+            except Exception:  # a faulty subscriber must not break a run
+                log.exception("an event listener failed on %s", type(event).__name__)

@@ -82,12 +82,21 @@ class EpisodeResult:
 
     def summary(self) -> dict[str, object]:
         return {
-            "episode_id": self.episode_id, "task": self.task, "split": self.split, "agent": self.agent,
-            "backend": self.backend, "attempt": self.attempt, "status": self.status,
-            "success": self.success, "checks_passed": self.checks_passed,
-            "checks_total": self.checks_total, "reward": self.reward,
-            "failure_mode": self.failure_mode, "error": self.error,
-            "resource_events": list(self.resource_events), "stop_reason": self.stop_reason,
+            "episode_id": self.episode_id,
+            "task": self.task,
+            "split": self.split,
+            "agent": self.agent,
+            "backend": self.backend,
+            "attempt": self.attempt,
+            "status": self.status,
+            "success": self.success,
+            "checks_passed": self.checks_passed,
+            "checks_total": self.checks_total,
+            "reward": self.reward,
+            "failure_mode": self.failure_mode,
+            "error": self.error,
+            "resource_events": list(self.resource_events),
+            "stop_reason": self.stop_reason,
             "checks": [{"name": c.name, "status": c.status} for c in self.checks],
             "duration_s": round(self.duration_s, 3),
         }

@@ -87,11 +87,13 @@ class KeyedStage:
         return chosen
 
     @staticmethod
-    def agent_factory(policy, harness: str, *, temperature: float, seed: int, max_turns: int,
-                      guidance: str | None = None) -> Callable[[], ModelAgent]:
+    def agent_factory(
+        policy, harness: str, *, temperature: float, seed: int, max_turns: int, guidance: str | None = None
+    ) -> Callable[[], ModelAgent]:
         def make() -> ModelAgent:
-            return ModelAgent(policy, get_harness(harness), temperature=temperature, seed=seed, max_turns=max_turns,
-                              guidance=guidance)
+            return ModelAgent(
+                policy, get_harness(harness), temperature=temperature, seed=seed, max_turns=max_turns, guidance=guidance
+            )
 
         return make
 
@@ -101,19 +103,32 @@ class KeyedStage:
     def run_keyed(self, scope: str, jobs: list[tuple[str, EpisodeJob]], *, kind: str, what: str) -> str:
         """Run keyed jobs, each finished episode recorded under `scope`/key as it is stored; returns
         the run id. `what` names the work in the InterruptedError ("RPR stage 1 round 2")."""
-        self._runner = KeyedRunner(config=self.config, backend=self.ctx.backend, store=self.store, bus=self.bus,
-                                   should_stop=self.should_stop)
+        self._runner = KeyedRunner(
+            config=self.config, backend=self.ctx.backend, store=self.store, bus=self.bus, should_stop=self.should_stop
+        )
         return self._runner.run(
-            jobs, record=lambda key, r: self.store.jobs.done(scope, key, r.run_id, r.episode_id, r.success),
-            kind=kind, tasks_path=str(self.ctx.tasks), concurrency=self.ctx.concurrency, what=what)
+            jobs,
+            record=lambda key, r: self.store.jobs.done(scope, key, r.run_id, r.episode_id, r.success),
+            kind=kind,
+            tasks_path=str(self.ctx.tasks),
+            concurrency=self.ctx.concurrency,
+            what=what,
+        )
 
 
 class KeyedRunner:
     """Runs (key, job) pairs through an EpisodeRunner; `record(key, result)` is called the moment
     each episode is stored, and a stop request cancels the run between episodes."""
 
-    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus,
-                 should_stop: Callable[[], bool] = _never) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        backend: str,
+        store: Store | None,
+        bus: EventBus,
+        should_stop: Callable[[], bool] = _never,
+    ) -> None:
         self.config, self.backend, self.store, self.bus = config, backend, store, bus
         self.should_stop = should_stop
         self._runner: EpisodeRunner | None = None
@@ -125,8 +140,16 @@ class KeyedRunner:
         if runner is not None:
             runner.cancel()
 
-    def run(self, jobs: list[tuple[str, EpisodeJob]], *, record: Callable[[str, EpisodeResult], None], kind: str,
-            tasks_path: str, concurrency: int, what: str) -> str:
+    def run(
+        self,
+        jobs: list[tuple[str, EpisodeJob]],
+        *,
+        record: Callable[[str, EpisodeResult], None],
+        kind: str,
+        tasks_path: str,
+        concurrency: int,
+        what: str,
+    ) -> str:
         keys = {id(job): key for key, job in jobs}
 
         def finished(job: EpisodeJob, result: EpisodeResult) -> None:
@@ -134,12 +157,14 @@ class KeyedRunner:
             if self.should_stop():
                 runner.cancel()
 
-        runner = EpisodeRunner(config=self.config, backend=self.backend, store=self.store, bus=self.bus,
-                               on_finished=finished)
+        runner = EpisodeRunner(
+            config=self.config, backend=self.backend, store=self.store, bus=self.bus, on_finished=finished
+        )
         with self._lock:
             self._runner = runner
-        run_id, _ = runner.run([job for _, job in jobs], kind=kind, agent_label="model", tasks_path=tasks_path,
-                               concurrency=concurrency)
+        run_id, _ = runner.run(
+            [job for _, job in jobs], kind=kind, agent_label="model", tasks_path=tasks_path, concurrency=concurrency
+        )
         if runner.cancelled:
             raise InterruptedError(f"{what} stopped")
         return run_id

@@ -62,8 +62,9 @@ def pass_at_1(groups: dict[str, list[bool]]) -> float:
     return pass_at_k(groups, 1)
 
 
-def bootstrap_pass_at_1(groups: dict[str, list[bool]], *, samples: int = 2000, seed: int = 0,
-                        level: float = 0.95) -> Interval:
+def bootstrap_pass_at_1(
+    groups: dict[str, list[bool]], *, samples: int = 2000, seed: int = 0, level: float = 0.95
+) -> Interval:
     if not groups:
         raise ValueError("no episodes")
     rates = [sum(v) / len(v) for v in groups.values()]
@@ -103,8 +104,9 @@ def compare_runs(a: Iterable[tuple[str, bool]], b: Iterable[tuple[str, bool]]) -
     groups_a, groups_b = by_task(a), by_task(b)
     diff = compare(groups_a, groups_b)
     shared = sorted(set(groups_a) & set(groups_b))
-    return RunComparison(len(shared), pass_at_1({t: groups_a[t] for t in shared}),
-                         pass_at_1({t: groups_b[t] for t in shared}), diff)
+    return RunComparison(
+        len(shared), pass_at_1({t: groups_a[t] for t in shared}), pass_at_1({t: groups_b[t] for t in shared}), diff
+    )
 
 
 @dataclass(frozen=True)

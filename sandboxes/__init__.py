@@ -1,14 +1,6 @@
 """Execution backends: every backend implements `sandboxes.base.Sandbox`."""
 
-from sandboxes.base import (
-    ExecResult,
-    Limits,
-    OutputChunk,
-    Sandbox,
-    SandboxError,
-    SandboxSpec,
-    SandboxUnavailable,
-)
+from sandboxes.base import ExecResult, Limits, OutputChunk, Sandbox, SandboxError, SandboxSpec, SandboxUnavailable
 from sandboxes.registry import available_backends, create_sandbox, preflight
 
 __all__ = [

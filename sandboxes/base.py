@@ -7,13 +7,17 @@ and a stream of output chunks that subscribers (the event bus, the TUI) receive 
 
 from __future__ import annotations
 
+import logging
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal
 
+log = logging.getLogger(__name__)
+
 Channel = Literal["setup", "agent", "verifier", "system"]
+Env = dict[str, str]  # extra environment variables for one command
 ChunkKind = Literal["command", "output", "exit"]
 
 
@@ -51,6 +55,18 @@ class SandboxSpec:
     warm_pool: int = 0
     # Docker: where failed task-image builds are remembered across processes (None: this process only).
     build_failures_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class PrivateExec:
+    """What `Sandbox.exec_private` is asked for, as the backends receive it."""
+
+    uploads: dict[str, Path]
+    collect: str
+    masks: tuple[str, ...] = ()
+    channel: Channel = "verifier"
+    cwd: str | None = None
+    env: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,8 +150,8 @@ class Sandbox(ABC):
         for listener in listeners:
             try:
                 listener(chunk)
-            except Exception:  # noqa: BLE001 - a broken subscriber must not kill the episode
-                pass
+            except Exception:  # a broken subscriber must not kill the episode
+                log.exception("an output listener of sandbox %s failed", self.spec.name)
 
     # -- lifecycle -------------------------------------------------------------------------
     @abstractmethod
@@ -161,12 +177,7 @@ class Sandbox(ABC):
 
     @abstractmethod
     def exec(
-        self,
-        command: str,
-        timeout: float,
-        channel: Channel = "system",
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
+        self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None, env: Env | None = None
     ) -> ExecResult:
         """Run in a fresh, clean shell that shares the sandbox but none of the session's state."""
 
@@ -191,6 +202,11 @@ class Sandbox(ABC):
         files deleted, but other processes in the sandbox could still touch them while the
         command runs. Backends that can give the command its own mount namespace override it.
         """
+        return self._exec_private(command, timeout, PrivateExec(uploads, collect, masks, channel, cwd, env))
+
+    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
+        """The shared view (backends that can give the command its own mount namespace override this)."""
+        uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
         import tempfile
 
         dests = " ".join(shell_words([*uploads, collect]))

@@ -53,19 +53,20 @@ class Flavour:
     # Commands run in the new root (chroot) before import, and ENV lines for the image.
     finish: tuple[str, ...] = ()
     env: tuple[str, ...] = ()
-    stands_in_for: str = ""
 
 
 FLAVOURS = {
     "base": Flavour(BASE_IMAGE, BASE_PACKAGES),
     "python": Flavour(
-        PYTHON_IMAGE, BASE_PACKAGES + ",python3-pip,python3-venv,python3-dev,python-is-python3",
+        PYTHON_IMAGE,
+        BASE_PACKAGES + ",python3-pip,python3-venv,python3-dev,python-is-python3",
         # python:3.x-slim lets `pip install` write to the system interpreter; Debian's marker
         # (PEP 668) would refuse it. `pip` on PATH as in the official image.
-        finish=("rm -f /usr/lib/python3*/EXTERNALLY-MANAGED",
-                "[ -e /usr/local/bin/pip ] || ln -s /usr/bin/pip3 /usr/local/bin/pip"),
+        finish=(
+            "rm -f /usr/lib/python3*/EXTERNALLY-MANAGED",
+            "[ -e /usr/local/bin/pip ] || ln -s /usr/bin/pip3 /usr/local/bin/pip",
+        ),
         env=("PYTHONDONTWRITEBYTECODE=1",),
-        stands_in_for="python:3.x-slim",
     ),
 }
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
@@ -118,16 +119,19 @@ def image_exists(name: str) -> bool:
         return False
 
 
-def task_image(environment_dir: Path | None, docker_image: str | None, aliases: dict[str, str],
-               failures_dir: Path | None = None) -> str:
+def task_image(
+    environment_dir: Path | None, docker_image: str | None, aliases: dict[str, str], failures_dir: Path | None = None
+) -> str:
     """The local image a task runs in, building its Dockerfile if needed."""
     dockerfile = environment_dir / "Dockerfile" if environment_dir else None
     if dockerfile is not None and dockerfile.is_file():
         return build_task_image(environment_dir, aliases, failures_dir)  # type: ignore[arg-type]
     name = resolve_alias(docker_image, aliases) if docker_image else BASE_IMAGE
     if not image_exists(name):
-        raise SandboxError(f"image {name!r} is not available locally and cannot be pulled here: "
-                           f"{missing_image_hint(docker_image or name)}")
+        raise SandboxError(
+            f"image {name!r} is not available locally and cannot be pulled here: "
+            f"{missing_image_hint(docker_image or name)}"
+        )
     return name
 
 
@@ -138,8 +142,10 @@ def missing_image_hint(name: str) -> str:
     repo = name.split("@", 1)[0].rsplit("/", 1)[-1]
     target = PYTHON_IMAGE if repo.startswith("python:") or repo == "python" else BASE_IMAGE
     build = "build-base --flavour python" if target == PYTHON_IMAGE else "build-base"
-    return (f"add an alias under [sandbox.docker.aliases] in the config, for example "
-            f"\"{name.split('@', 1)[0]}\" = \"{target}\" (built by `trsi-tui sandbox {build}`)")
+    return (
+        f"add an alias under [sandbox.docker.aliases] in the config, for example "
+        f'"{name.split("@", 1)[0]}" = "{target}" (built by `trsi-tui sandbox {build}`)'
+    )
 
 
 _failed_builds: dict[str, str] = {}  # tag -> the error, for this process
@@ -178,8 +184,10 @@ def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path 
     text = rewrite_from_lines((context / "Dockerfile").read_text(), aliases)
     missing = [name for name in base_images(text) if not image_exists(name)]
     if missing:  # a build would try to pull it: never reach for a registry, say what to do instead
-        raise SandboxError(f"building {context / 'Dockerfile'}: base image {missing[0]!r} is not available "
-                           f"locally and cannot be pulled here: {missing_image_hint(missing[0])}")
+        raise SandboxError(
+            f"building {context / 'Dockerfile'}: base image {missing[0]!r} is not available "
+            f"locally and cannot be pulled here: {missing_image_hint(missing[0])}"
+        )
     text = _label_stages(text)
     with tempfile.TemporaryDirectory(prefix="trsi-build-") as tmp:
         shutil.copytree(context, tmp, dirs_exist_ok=True)
@@ -188,13 +196,16 @@ def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path 
             # The default bridge is off on this kind of machine: builds that fetch packages use the
             # host's network, while the sandboxes themselves run with networking off. forcerm: a
             # failed step's container is removed too.
-            client().images.build(path=tmp, tag=tag, network_mode="host", pull=False, rm=True, forcerm=True,
-                                  labels={LABEL: "task-image"})
+            client().images.build(
+                path=tmp, tag=tag, network_mode="host", pull=False, rm=True, forcerm=True, labels={LABEL: "task-image"}
+            )
         except Exception as exc:  # noqa: BLE001 - build errors come in several SDK types
-            message = (f"building {context / 'Dockerfile'} failed: {_first_line(exc)}\n"
-                       f"{_build_log_tail(exc)}\n"
-                       "(remembered for this task until it changes; `trsi-tui sandbox rebuild "
-                       f"{context.parent}` tries again)")
+            message = (
+                f"building {context / 'Dockerfile'} failed: {_first_line(exc)}\n"
+                f"{_build_log_tail(exc)}\n"
+                "(remembered for this task until it changes; `trsi-tui sandbox rebuild "
+                f"{context.parent}` tries again)"
+            )
             log.warning("%s", message)
             _remember_failure(tag, message, failures_dir)
             raise SandboxError(message) from None
@@ -273,8 +284,13 @@ def remove_build_leftovers() -> int:
     return removed
 
 
-def build_base_image(mirror: str = DEBIAN_MIRROR, suite: str = "bookworm", log=print, flavour: str = "base",
-                     ca_bundle: Path | None = None) -> str:
+def build_base_image(
+    mirror: str = DEBIAN_MIRROR,
+    suite: str = "bookworm",
+    log=print,
+    flavour: str = "base",
+    ca_bundle: Path | None = None,
+) -> str:
     """debootstrap Debian into a temp dir and `docker import` it as the flavour's image; with
     `ca_bundle`, its certificates are then trusted inside (see `trust_ca_bundle`)."""
     if flavour not in FLAVOURS:
@@ -285,8 +301,11 @@ def build_base_image(mirror: str = DEBIAN_MIRROR, suite: str = "bookworm", log=p
         raise SandboxUnavailable("building the base image needs debootstrap: sudo apt-get install debootstrap")
     with tempfile.TemporaryDirectory(prefix="trsi-rootfs-") as root:
         log(f"debootstrap {suite} ({flavour}) from {mirror} (a few minutes)...")
-        subprocess.run(["debootstrap", "--variant=minbase", f"--include={spec.packages}", suite, root, mirror],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={spec.packages}", suite, root, mirror],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         for command in spec.finish:
             subprocess.run(["chroot", root, "/bin/sh", "-c", command], check=True)
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
@@ -296,8 +315,13 @@ def build_base_image(mirror: str = DEBIAN_MIRROR, suite: str = "bookworm", log=p
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             tar.add(root, arcname=".")
-        changes = ["CMD [\"/bin/bash\"]", "WORKDIR /app", f"LABEL {LABEL}=base",
-                   "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "ENV LANG=C.UTF-8"]
+        changes = [
+            'CMD ["/bin/bash"]',
+            "WORKDIR /app",
+            f"LABEL {LABEL}=base",
+            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "ENV LANG=C.UTF-8",
+        ]
         changes += [f"ENV {e}" for e in spec.env]
         argv = ["docker", "import"]
         for change in changes:
@@ -327,16 +351,19 @@ CA_STORE = "/etc/ssl/certs/ca-certificates.crt"
 def trust_ca_bundle(image: str, pem: bytes, tag: str) -> str:
     """A layer on `image`, tagged `tag`, whose trust store also holds the certificates in `pem`, and
     whose pip, requests, curl and OpenSSL use that store: for a proxy that re-signs TLS."""
-    dockerfile = (f"FROM {image}\nCOPY trsi-extra-ca.crt /usr/local/share/ca-certificates/trsi-extra-ca.crt\n"
-                  "RUN update-ca-certificates >/dev/null\n"
-                  f"ENV PIP_CERT={CA_STORE} REQUESTS_CA_BUNDLE={CA_STORE} SSL_CERT_FILE={CA_STORE} "
-                  f"CURL_CA_BUNDLE={CA_STORE}\n")
+    dockerfile = (
+        f"FROM {image}\nCOPY trsi-extra-ca.crt /usr/local/share/ca-certificates/trsi-extra-ca.crt\n"
+        "RUN update-ca-certificates >/dev/null\n"
+        f"ENV PIP_CERT={CA_STORE} REQUESTS_CA_BUNDLE={CA_STORE} SSL_CERT_FILE={CA_STORE} "
+        f"CURL_CA_BUNDLE={CA_STORE}\n"
+    )
     with tempfile.TemporaryDirectory(prefix="trsi-ca-") as tmp:
         (Path(tmp) / "Dockerfile").write_text(dockerfile)
         (Path(tmp) / "trsi-extra-ca.crt").write_bytes(pem)
         try:
             client().images.build(path=tmp, tag=tag, network_mode="none", pull=False, rm=True, forcerm=True)
         except Exception as exc:  # noqa: BLE001 - build errors come in several SDK types
-            raise SandboxError(f"adding the CA bundle to {image} failed: {_first_line(exc)}\n"
-                               f"{_build_log_tail(exc)}") from None
+            raise SandboxError(
+                f"adding the CA bundle to {image} failed: {_first_line(exc)}\n{_build_log_tail(exc)}"
+            ) from None
     return tag

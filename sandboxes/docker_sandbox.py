@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes import private_view
-from sandboxes.base import Channel, ExecResult, OutputChunk, SandboxError, SandboxSpec, pack_upload
+from sandboxes.base import Channel, Env, ExecResult, OutputChunk, PrivateExec, SandboxError, SandboxSpec, pack_upload
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.procs import children, descendants, kill_pids
@@ -34,7 +34,7 @@ from sandboxes.shell import PipeShell, run_streamed, shell_quote
 log = logging.getLogger(__name__)
 # Kill what a shell started (not the shell): walk /proc, since task images may lack procps.
 _KILL_CHILDREN = (
-    'k() { for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    "k() { for d in /proc/[0-9]*; do p=${d#/proc/}; "
     'pp=$(sed -e "s/^.*) //" "$d/stat" 2>/dev/null | cut -d" " -f2); '
     # sh has no locals: recurse in a subshell so the loop's variables survive.
     '[ "$pp" = "$1" ] && { (k "$p"); kill -9 "$p" 2>/dev/null; }; done; }; k '
@@ -51,8 +51,10 @@ DISK_POLL_S = 0.25
 # What every shell but the verifier's mount step gives up: only the capability the container
 # holds beyond Docker's defaults. Out of the bounding set, no setuid binary can get it back.
 DROP_ADDED_CAPS = ("--bounding-set=-sys_admin", "--inh-caps=-sys_admin")
-_PROBE = ("if command -v unshare && command -v setpriv && command -v mount; then echo isolate=1; "
-          "else echo isolate=0; fi; echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group")
+_PROBE = (
+    "if command -v unshare && command -v setpriv && command -v mount; then echo isolate=1; "
+    "else echo isolate=0; fi; echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group"
+)
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,6 @@ def image_profile(image: str) -> ImageProfile:
         return _profiles[image]
 
 
-def image_can_isolate(image: str) -> bool:
-    """Whether the image has the tools for the private verifier view (unshare, setpriv, mount)."""
-    return image_profile(image).can_isolate
-
-
 def _probe_image(image: str) -> ImageProfile:
     try:
         config = client().images.get(image).attrs.get("Config") or {}
@@ -96,9 +93,12 @@ def _probe_image(image: str) -> ImageProfile:
     env_keys = frozenset(e.split("=", 1)[0] for e in config.get("Env") or [])
     workdir = config.get("WorkingDir") or ""
     try:
-        out = client().containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], user="0:0",
-                                      network_mode="none", remove=True).decode(errors="replace")
-    except Exception:
+        out = (
+            client()
+            .containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], user="0:0", network_mode="none", remove=True)
+            .decode(errors="replace")
+        )
+    except Exception:  # no /bin/sh, or a broken image: no private view, no user lookup
         log.warning("probing image %s failed; it runs without the private verifier view", image, exc_info=True)
         out = ""
     can_isolate = "isolate=1" in out
@@ -163,7 +163,8 @@ class WarmPool:
                     item = make()
                     with self._lock:
                         self._ready.setdefault(key, []).append(item)
-            except Exception:  # noqa: BLE001 - a failed refill only costs the next start its latency
+            except Exception:  # a failed refill only costs the next start its latency
+                log.warning("warm pool refill for %s failed", key[0], exc_info=True)
                 return
             finally:
                 with self._lock:
@@ -186,12 +187,12 @@ class WarmPool:
 def _discard(container, shell) -> None:
     try:
         shell.kill()
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception:  # discarding: the container goes next either way
+        log.warning("killing a pooled shell failed", exc_info=True)
     try:
         container.remove(force=True)
-    except Exception:  # noqa: BLE001
-        pass
+    except Exception:  # the orphan cleanup removes what is left
+        log.warning("removing pooled container %s failed", getattr(container, "id", "?"), exc_info=True)
 
 
 POOL = WarmPool()
@@ -250,8 +251,9 @@ class DockerSandbox(SessionSandbox):
             if not DockerSandbox._orphans_checked:
                 DockerSandbox._orphans_checked = True
                 remove_orphans()
-        image = task_image(self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases),
-                           self.spec.build_failures_dir)
+        image = task_image(
+            self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases), self.spec.build_failures_dir
+        )
         self._profile = image_profile(image)
         key = self._pool_key(image)
         ready = POOL.take(key) if self.spec.warm_pool > 0 else None
@@ -288,9 +290,11 @@ class DockerSandbox(SessionSandbox):
         owner = f"{p.uid}:{p.gid}"
         # As root, whatever the image's USER: a non-root user could not create these. A working
         # directory created here belongs to the user who will work in it.
-        prepare = (f"[ -d {shell_quote(self.workdir)} ] || {{ mkdir -p {shell_quote(self.workdir)} && "
-                   f"chown {owner} {shell_quote(self.workdir)}; }}; mkdir -p /logs/agent /logs/verifier && "
-                   f"chown {owner} /logs/agent; exec sleep infinity")
+        prepare = (
+            f"[ -d {shell_quote(self.workdir)} ] || {{ mkdir -p {shell_quote(self.workdir)} && "
+            f"chown {owner} {shell_quote(self.workdir)}; }}; mkdir -p /logs/agent /logs/verifier && "
+            f"chown {owner} /logs/agent; exec sleep infinity"
+        )
         try:
             return client().containers.run(
                 image,
@@ -307,8 +311,12 @@ class DockerSandbox(SessionSandbox):
                 memswap_limit=mem,
                 nano_cpus=int(limits.cpus * 1e9),
                 pids_limit=limits.pids,
-                labels={LABEL: "sandbox", "trsi-tui.name": self.spec.name,
-                        "trsi-tui.owner-pid": str(os.getpid()), "trsi-tui.owner-host": os.uname().nodename},
+                labels={
+                    LABEL: "sandbox",
+                    "trsi-tui.name": self.spec.name,
+                    "trsi-tui.owner-pid": str(os.getpid()),
+                    "trsi-tui.owner-host": os.uname().nodename,
+                },
             )
         except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
             raise SandboxError(f"could not start a container from {image}: {exc}") from None
@@ -334,8 +342,9 @@ class DockerSandbox(SessionSandbox):
         limit = self.spec.limits.disk_mb * 1024 * 1024
         while not self._stopped and self._watching:
             try:
-                used = int(subprocess.run(["du", "-sxb", upper], capture_output=True, text=True,
-                                          timeout=30).stdout.split()[0])
+                used = int(
+                    subprocess.run(["du", "-sxb", upper], capture_output=True, text=True, timeout=30).stdout.split()[0]
+                )
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
             if used > limit and not self._stopped and self._watching:
@@ -350,7 +359,10 @@ class DockerSandbox(SessionSandbox):
         try:
             self._container.reload()  # type: ignore[union-attr]
             init = int(self._container.attrs["State"]["Pid"])  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001
+        except Exception:  # a container that cannot be inspected has nothing left to kill
+            log.warning(
+                "inspecting container %s before killing its processes failed", self._container.id, exc_info=True
+            )
             return
         procs = self._cgroup_dirs()[0] / "cgroup.procs" if self._cgroup_dirs() else None
         for _ in range(5):  # processes forking while we kill: sweep a few times
@@ -387,8 +399,8 @@ class DockerSandbox(SessionSandbox):
         if self._container is not None:
             try:
                 self._container.remove(force=True)
-            except Exception:  # noqa: BLE001 - already gone is fine
-                pass
+            except Exception:  # already gone is fine; anything else is logged
+                log.debug("removing container %s", self._container.id, exc_info=True)
 
     @property
     def alive(self) -> bool:
@@ -397,13 +409,19 @@ class DockerSandbox(SessionSandbox):
         try:
             self._container.reload()
             return self._container.status == "running"
-        except Exception:  # noqa: BLE001
+        except Exception:  # an engine that cannot tell counts the sandbox as dead
+            log.warning("container %s state unknown", self._container.id, exc_info=True)
             return False
 
     @property
     def limits_enforced(self) -> tuple[str, ...]:
         return (("network",) if not self.spec.limits.allow_internet else ()) + (
-            "memory", "pids", "cpu", "disk(tmpfs /tmp, watched layer)", "wall-time")
+            "memory",
+            "pids",
+            "cpu",
+            "disk(tmpfs /tmp, watched layer)",
+            "wall-time",
+        )
 
     @property
     def resource_events(self) -> dict[str, int]:
@@ -413,8 +431,9 @@ class DockerSandbox(SessionSandbox):
         events = LimitGroup(dirs=self._cgroup_dirs()).events()
         events.update(self._events)
         try:  # /tmp is a capped tmpfs: full means a write failed with ENOSPC
-            df = subprocess.run(self._exec_argv(["df", "-P", "/tmp"]), env=_host_env(), capture_output=True,
-                                text=True, timeout=10).stdout.splitlines()
+            df = subprocess.run(
+                self._exec_argv(["df", "-P", "/tmp"]), env=_host_env(), capture_output=True, text=True, timeout=10
+            ).stdout.splitlines()
             if len(df) > 1 and df[1].split()[4] in ("99%", "100%"):
                 events["disk_limit"] = events.get("disk_limit", 0) + 1
         except (subprocess.TimeoutExpired, IndexError, SandboxError):
@@ -422,8 +441,14 @@ class DockerSandbox(SessionSandbox):
         return events
 
     # -- plumbing --------------------------------------------------------------------------
-    def _exec_argv(self, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None,
-                   as_agent: bool = False, keep_added_caps: bool = False) -> list[str]:
+    def _exec_argv(
+        self,
+        argv: list[str],
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        as_agent: bool = False,
+        keep_added_caps: bool = False,
+    ) -> list[str]:
         """`docker exec` of argv. The container's environment (the image's ENV, PATH included) is
         inherited; only what the sandbox adds is passed. Root with Docker's default capabilities
         unless `as_agent`: then the image's USER, with its HOME. `keep_added_caps` is for the
@@ -441,8 +466,13 @@ class DockerSandbox(SessionSandbox):
             flags += ["-e", f"{k}={v}"]
         if as_agent and not p.as_root and not self._isolating:
             flags += ["-u", f"{p.uid}:{p.gid}"]  # nothing to drop: docker exec switches the user
-        return ["docker", "exec", *flags, self._container.id,
-                *(argv if keep_added_caps else self._drop_added(argv, as_agent))]
+        return [
+            "docker",
+            "exec",
+            *flags,
+            self._container.id,
+            *(argv if keep_added_caps else self._drop_added(argv, as_agent)),
+        ]
 
     def _drop_added(self, argv: list[str], as_agent: bool) -> list[str]:
         if not self._isolating:
@@ -457,9 +487,12 @@ class DockerSandbox(SessionSandbox):
         return lambda text: self.emit(OutputChunk(channel, "output", text))
 
     def _new_session(self) -> PipeShell:
-        shell = PipeShell(self._exec_argv(["bash", "--noprofile", "--norc"], as_agent=True),
-                          _host_env(),
-                          self._emitter("agent"), self._interrupt_session)
+        shell = PipeShell(
+            self._exec_argv(["bash", "--noprofile", "--norc"], as_agent=True),
+            _host_env(),
+            self._emitter("agent"),
+            self._interrupt_session,
+        )
         probe = shell.run("echo $$", timeout=30)
         if probe.exit_code != 0 or not probe.output.strip().isdigit():
             shell.kill()
@@ -468,40 +501,68 @@ class DockerSandbox(SessionSandbox):
         return shell
 
     def _interrupt_session(self, shell: PipeShell) -> None:
-        subprocess.run(self._exec_argv(["sh", "-c", _KILL_CHILDREN + self._session_pid]), env=_host_env(),
-                       capture_output=True, timeout=30)
+        subprocess.run(
+            self._exec_argv(["sh", "-c", _KILL_CHILDREN + self._session_pid]),
+            env=_host_env(),
+            capture_output=True,
+            timeout=30,
+        )
 
     # -- commands --------------------------------------------------------------------------
-    def exec(self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None,
-             env: dict[str, str] | None = None) -> ExecResult:
+    def exec(
+        self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None, env: Env | None = None
+    ) -> ExecResult:
         self.emit(OutputChunk(channel, "command", command))
         # `timeout` inside the container: killing the docker CLI alone would leave the command running.
-        argv = self._exec_argv(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
-                                "bash", "--noprofile", "--norc", "-c", command],
-                               cwd=cwd, env=env, as_agent=channel == "agent")
+        argv = self._exec_argv(
+            ["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)), "bash", "--noprofile", "--norc", "-c", command],
+            cwd=cwd,
+            env=env,
+            as_agent=channel == "agent",
+        )
         result = run_streamed(argv, _host_env(), timeout, self._emitter(channel))
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
 
-    def exec_private(self, command: str, timeout: float, *, uploads: dict[str, Path], collect: str,
-                     masks: tuple[str, ...] = (), channel: Channel = "verifier", cwd: str | None = None,
-                     env: dict[str, str] | None = None) -> tuple[ExecResult, Path | None]:
+    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
         """The private verifier view: this exec alone keeps CAP_SYS_ADMIN, only to mount, and drops
         it before the command runs, keeping Docker's defaults as any other root shell does. The
         verifier runs as root. Images without unshare/setpriv use the shared view."""
+        uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
         if not self._isolating:
-            return super().exec_private(command, timeout, uploads=uploads, collect=collect, masks=masks,
-                                        channel=channel, cwd=cwd, env=env)
-        run = private_view.build(command, uploads=uploads, collect=collect, masks=masks,
-                                 cwd=cwd or self.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=1,
-                                 drop=DROP_ADDED_CAPS)
-        argv = self._exec_argv(["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)),
-                                "unshare", "--mount", "--propagation", "private", "sh", "-c", run.script],
-                               env=env, keep_added_caps=True)
+            return super()._exec_private(command, timeout, req)
+        run = private_view.build(
+            command,
+            uploads=uploads,
+            collect=collect,
+            masks=masks,
+            cwd=cwd or self.workdir,
+            size_mb=self.spec.limits.disk_mb,
+            collect_fd=1,
+            drop=DROP_ADDED_CAPS,
+        )
+        argv = self._exec_argv(
+            [
+                "timeout",
+                "-s",
+                "KILL",
+                str(max(1, int(timeout) + 1)),
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                run.script,
+            ],
+            env=env,
+            keep_added_caps=True,
+        )
         self.emit(OutputChunk(channel, "command", command))
         collected = bytearray()
-        result = run_streamed(argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar,
-                              stdout_sink=collected.extend)
+        result = run_streamed(
+            argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar, stdout_sink=collected.extend
+        )
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return private_view.finish(result, bytes(collected), run)
 
@@ -518,13 +579,9 @@ class DockerSandbox(SessionSandbox):
         try:
             stream, _ = self._container.get_archive(src)  # type: ignore[union-attr]
             data = b"".join(stream)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
             raise SandboxError(f"download of {src} failed: {exc}") from None
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
             tar.extractall(dest, filter="data")
-
-
-
-

@@ -50,8 +50,11 @@ class LimitGroup:
     def events(self) -> dict[str, int]:
         """Limit hits so far: {'oom_kill': n, 'pids_limit': n} (only the non-zero ones)."""
         found: dict[str, int] = {}
-        sources = (("memory.oom_control", "oom_kill", "oom_kill"), ("memory.events", "oom_kill", "oom_kill"),
-                   ("pids.events", "max", "pids_limit"))
+        sources = (
+            ("memory.oom_control", "oom_kill", "oom_kill"),
+            ("memory.events", "oom_kill", "oom_kill"),
+            ("pids.events", "max", "pids_limit"),
+        )
         for d in self.dirs:
             for name, key, label in sources:
                 try:

@@ -26,8 +26,10 @@ from pathlib import Path
 from sandboxes import private_view
 from sandboxes.base import (
     Channel,
+    Env,
     ExecResult,
     OutputChunk,
+    PrivateExec,
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
@@ -38,6 +40,8 @@ from sandboxes.procs import children, descendants, kill_pids
 from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
+# user, mount, pid, network, IPC, UTS namespaces, root directory and working directory
+_NAMESPACE_FLAGS = ("-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed, and the local sandbox backend needs it. "
@@ -49,11 +53,13 @@ INSTALL_HINT = (
 _UID_BASE = 3_000_000
 _UID_SPAN = 1_000_000
 
+
 def bwrap_path() -> str:
     found = shutil.which("bwrap")
     if not found:
         raise SandboxUnavailable(INSTALL_HINT)
     return found
+
 
 def _userland_binds() -> list[str]:
     args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
@@ -64,6 +70,7 @@ def _userland_binds() -> list[str]:
         elif host.is_dir():
             args += ["--ro-bind", str(host), f"/{name}"]
     return args
+
 
 class LocalSandbox(SessionSandbox):
     backend_name = "local"
@@ -87,29 +94,65 @@ class LocalSandbox(SessionSandbox):
         limits = self.spec.limits
         self._group = create_group(limits)
         size = str(limits.disk_mb * 1024 * 1024)
-        argv = [bwrap, "--unshare-all", "--uid", "0", "--gid", "0", "--hostname", "sandbox",
-                "--die-with-parent", "--new-session"]
+        argv = [
+            bwrap,
+            "--unshare-all",
+            "--uid",
+            "0",
+            "--gid",
+            "0",
+            "--hostname",
+            "sandbox",
+            "--die-with-parent",
+            "--new-session",
+        ]
         if limits.allow_internet:
             argv.append("--share-net")
         argv += ["--size", size, "--tmpfs", "/"]
         argv += _userland_binds()
         argv += [
-            "--proc", "/proc", "--dev", "/dev",
-            "--size", size, "--tmpfs", "/tmp",
-            "--size", size, "--tmpfs", "/app",
-            "--dir", "/root", "--dir", "/logs",
-            "--chdir", self.spec.workdir,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            size,
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            size,
+            "--tmpfs",
+            "/app",
+            "--dir",
+            "/root",
+            "--dir",
+            "/logs",
+            "--chdir",
+            self.spec.workdir,
         ]
         read_fd, write_fd = os.pipe()
         ready_r, ready_w = os.pipe()
         # bwrap reports the pid on --info-fd before the mounts are finished; the idle command
         # itself writes to the ready pipe, so nobody enters a half-built namespace.
         idle = f"echo ready >&{ready_w}; exec {ready_w}>&-; exec /bin/sleep infinity"
-        argv += ["--info-fd", str(write_fd), "--", "/bin/bash", "--noprofile", "--norc", "-c", idle]  # dash only takes fds 0-9
+        argv += [
+            "--info-fd",
+            str(write_fd),
+            "--",
+            "/bin/bash",
+            "--noprofile",
+            "--norc",
+            "-c",
+            idle,
+        ]  # dash only takes fds 0-9
         try:
             self._bwrap = subprocess.Popen(
-                self._wrap(argv), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, pass_fds=(write_fd, ready_w), start_new_session=True,
+                self._wrap(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                pass_fds=(write_fd, ready_w),
+                start_new_session=True,
                 env={"PATH": BASE_PATH},
             )
         finally:
@@ -165,11 +208,7 @@ class LocalSandbox(SessionSandbox):
 
     @property
     def alive(self) -> bool:
-        return (
-            not self._stopped
-            and self._bwrap is not None
-            and self._bwrap.poll() is None
-        )
+        return not self._stopped and self._bwrap is not None and self._bwrap.poll() is None
 
     @property
     def limits_enforced(self) -> tuple[str, ...]:
@@ -182,8 +221,13 @@ class LocalSandbox(SessionSandbox):
         if self.alive:
             # A tmpfs at its cap means a write failed with ENOSPC: report it as the disk limit.
             try:
-                proc = subprocess.run(self._nsenter(["df", "-P", "/", "/app", "/tmp"]), capture_output=True,
-                                      text=True, env=self._env(), timeout=10)
+                proc = subprocess.run(
+                    self._nsenter(["df", "-P", "/", "/app", "/tmp"]),
+                    capture_output=True,
+                    text=True,
+                    env=self._env(),
+                    timeout=10,
+                )
                 if any(line.split()[4] in ("99%", "100%") for line in proc.stdout.splitlines()[1:]):
                     events["disk_limit"] = 1
             except (subprocess.TimeoutExpired, IndexError, SandboxError):
@@ -201,13 +245,16 @@ class LocalSandbox(SessionSandbox):
         script = group.enter_script()
         return ["/bin/sh", "-c", f'{script + "; " if script else ""}exec "$@"', "trsi-enter", *prefix, *argv]
 
+    def _enter(self) -> list[str]:
+        """nsenter into every namespace of the sandbox's init (then the command follows)."""
+        return ["nsenter", "-t", str(self._init_pid), *_NAMESPACE_FLAGS, "--"]
+
     def _nsenter(self, argv: list[str]) -> list[str]:
         if self._init_pid is None or not self.alive:
             raise SandboxError("sandbox is not running")
-        return self._wrap([
-            "nsenter", "-t", str(self._init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w", "--",
-            "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *argv,
-        ])
+        return self._wrap(
+            [*self._enter(), "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *argv]
+        )
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {"PATH": BASE_PATH, "HOME": "/root", "LANG": "C.UTF-8", "TERM": "dumb", "USER": "root"}
@@ -243,12 +290,7 @@ class LocalSandbox(SessionSandbox):
 
     # -- commands --------------------------------------------------------------------------
     def exec(
-        self,
-        command: str,
-        timeout: float,
-        channel: Channel = "system",
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
+        self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None, env: Env | None = None
     ) -> ExecResult:
         self.emit(OutputChunk(channel, "command", command))
         # nsenter's --wd resolves on the host side, so change directory inside the shell.
@@ -258,31 +300,28 @@ class LocalSandbox(SessionSandbox):
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
 
-    def exec_private(
-        self,
-        command: str,
-        timeout: float,
-        *,
-        uploads: dict[str, Path],
-        collect: str,
-        masks: tuple[str, ...] = (),
-        channel: Channel = "verifier",
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-    ) -> tuple[ExecResult, Path | None]:
+    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
         """The verifier's view: a private mount namespace with tmpfs at each upload and at
         `collect`. Processes the agent left running keep running (a server under test still
         answers), but they can neither read the uploaded tests nor write the verifier's logs.
         """
-        run = private_view.build(command, uploads=uploads, collect=collect, masks=masks,
-                                 cwd=cwd or self.spec.workdir, size_mb=self.spec.limits.disk_mb, collect_fd=3)
+        uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
+        run = private_view.build(
+            command,
+            uploads=uploads,
+            collect=collect,
+            masks=masks,
+            cwd=cwd or self.spec.workdir,
+            size_mb=self.spec.limits.disk_mb,
+            collect_fd=3,
+        )
         script = run.script
         if self._verifier_group is None:
             self._verifier_group = create_group(self.spec.limits, tag="trsi-verifier")
-        argv = self._wrap([
-            "nsenter", "-t", str(self._init_pid), "-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w", "--",
-            "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script,
-        ], group=self._verifier_group)
+        argv = self._wrap(
+            [*self._enter(), "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
+            group=self._verifier_group,
+        )
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
         collected = bytearray()
@@ -297,8 +336,9 @@ class LocalSandbox(SessionSandbox):
         try:
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
             argv = ["/bin/bash", "-c", f'exec 3>&{write_fd} {write_fd}>&-; exec "$@"', "trsi-fd3", *argv]
-            result = run_streamed(argv, self._env(env), timeout, self._emitter(channel),
-                                  stdin_data=run.uploads_tar, pass_fds=(write_fd,))
+            result = run_streamed(
+                argv, self._env(env), timeout, self._emitter(channel), stdin_data=run.uploads_tar, pass_fds=(write_fd,)
+            )
         finally:
             os.close(write_fd)
         reader.join(timeout=10)
@@ -311,7 +351,10 @@ class LocalSandbox(SessionSandbox):
         script = 'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
         proc = subprocess.run(
             self._nsenter(["/bin/sh", "-c", script, "upload", target_dir]),
-            input=data, capture_output=True, env=self._env(), timeout=120,
+            input=data,
+            capture_output=True,
+            env=self._env(),
+            timeout=120,
         )
         if proc.returncode != 0:
             raise SandboxError(f"upload to {dest} failed: {proc.stderr.decode(errors='replace').strip()}")
@@ -320,7 +363,9 @@ class LocalSandbox(SessionSandbox):
         parent, name = os.path.split(src.rstrip("/")) or ("/", src)
         proc = subprocess.run(
             self._nsenter(["/bin/sh", "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name]),
-            capture_output=True, env=self._env(), timeout=120,
+            capture_output=True,
+            env=self._env(),
+            timeout=120,
         )
         if proc.returncode != 0:
             raise SandboxError(f"download of {src} failed: {proc.stderr.decode(errors='replace').strip()}")
@@ -328,7 +373,3 @@ class LocalSandbox(SessionSandbox):
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(proc.stdout), mode="r") as tar:
             tar.extractall(dest, filter="data")
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    kill_pids(descendants(proc.pid) + [proc.pid])
-

@@ -34,8 +34,15 @@ class PrivateRun:
 
 
 def build(
-    command: str, *, uploads: dict[str, Path], collect: str, masks: tuple[str, ...], cwd: str,
-    size_mb: int, collect_fd: int, drop: tuple[str, ...] = DROP_ALL_CAPS,
+    command: str,
+    *,
+    uploads: dict[str, Path],
+    collect: str,
+    masks: tuple[str, ...],
+    cwd: str,
+    size_mb: int,
+    collect_fd: int,
+    drop: tuple[str, ...] = DROP_ALL_CAPS,
 ) -> PrivateRun:
     """`drop`: the setpriv flags the command runs under once the view is mounted."""
     dirs = [*uploads, collect]
@@ -54,8 +61,10 @@ def build(
         lines.append(f"[ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
     for m in map(shell_quote, masks):
         # A masked file is covered by an empty one in this view only; the agent's copy stays.
-        lines.append(f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
-                     f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi")
+        lines.append(
+            f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
+            f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi"
+        )
     inner = f"cd -- {shell_quote(cwd)} || exit 1\n{command}"
     # With collect_fd 1 (docker exec has no other channel), the command's output goes to stderr.
     keep_collect_clean = ">&2" if collect_fd == 1 else f"{collect_fd}>&-"

@@ -28,7 +28,11 @@ class SessionSandbox(Sandbox):
             self._session = self._new_session()
             result = ExecResult(
                 result.output + f"\n[trsi: the shell exited; a new shell was started in {self.workdir}]\n",
-                result.exit_code, result.timed_out, result.duration_s, result.truncated, True,
+                result.exit_code,
+                result.timed_out,
+                result.duration_s,
+                result.truncated,
+                True,
             )
         self.emit(OutputChunk("agent", "exit", result.status_text))
         return result

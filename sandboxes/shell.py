@@ -99,11 +99,7 @@ class PipeShell:
     """One bash process speaking the marker protocol. Not thread-safe: one command at a time."""
 
     def __init__(
-        self,
-        argv: Sequence[str],
-        env: dict[str, str],
-        emit: Emit,
-        interrupt: Callable[["PipeShell"], None],
+        self, argv: Sequence[str], env: dict[str, str], emit: Emit, interrupt: Callable[["PipeShell"], None]
     ) -> None:
         self._emit = emit
         self._interrupt = interrupt
@@ -155,8 +151,7 @@ class PipeShell:
         marker = re.compile(rb"\n__TRSI_" + nonce.encode() + rb"_(\d+)__\n")
         marker_prefix = b"\n__TRSI_" + nonce.encode() + b"_"
         payload = (
-            f"eval {shell_quote(command)} </dev/null\n"
-            f"builtin printf '\\n__TRSI_{nonce}_%d__\\n' \"$?\"\n"
+            f"eval {shell_quote(command)} </dev/null\nbuiltin printf '\\n__TRSI_{nonce}_%d__\\n' \"$?\"\n"
         ).encode()
         capture = _Capture(self._emit)
         try:
@@ -199,8 +194,12 @@ class PipeShell:
                 capture.add(bytes(window))
                 code = self.proc.wait()
                 return ExecResult(
-                    capture.text(), code, interrupted, time.monotonic() - start,
-                    truncated=capture.truncated, shell_restarted=True,
+                    capture.text(),
+                    code,
+                    interrupted,
+                    time.monotonic() - start,
+                    truncated=capture.truncated,
+                    shell_restarted=True,
                 )
             if time.monotonic() >= deadline:
                 if not interrupted:
@@ -212,8 +211,12 @@ class PipeShell:
                     self.kill()
                     capture.add(bytes(window))
                     return ExecResult(
-                        capture.text(), None, True, time.monotonic() - start,
-                        truncated=capture.truncated, shell_restarted=True,
+                        capture.text(),
+                        None,
+                        True,
+                        time.monotonic() - start,
+                        truncated=capture.truncated,
+                        shell_restarted=True,
                     )
 
     def kill(self) -> None:
@@ -265,11 +268,17 @@ def run_streamed(
     """
     start = time.monotonic()
     proc = subprocess.Popen(
-        list(argv), stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE if stdout_sink else subprocess.STDOUT,
-        env=env, bufsize=0, start_new_session=True, pass_fds=tuple(pass_fds),
+        list(argv),
+        stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if stdout_sink else subprocess.STDOUT,
+        env=env,
+        bufsize=0,
+        start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     if stdin_data is not None:
+
         def feed() -> None:
             try:
                 proc.stdin.write(stdin_data)  # type: ignore[union-attr]

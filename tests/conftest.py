@@ -38,7 +38,7 @@ def write_task(
     setup: str | None = "mkdir -p /app",
     solve: str = "echo hello > /app/out.txt",
     test: str | None = None,
-    toml: str = '[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n',
+    toml: str = "[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n",
 ) -> Path:
     """A task directory in the native layout; pass None to leave a part out."""
     d = root / name

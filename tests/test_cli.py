@@ -68,8 +68,18 @@ def test_eval_split_and_concurrency(tmp_path: Path):
 
 def test_eval_task_option_runs_only_the_named_tasks_and_rejects_unknown_names(tmp_path: Path):
     out = tmp_path / "eval.json"
-    r = invoke("eval", "--agent", "oracle", "--task", "copy-file-1", "--task", "count-lines-1", "--json", str(out),
-               home=tmp_path)
+    r = invoke(
+        "eval",
+        "--agent",
+        "oracle",
+        "--task",
+        "copy-file-1",
+        "--task",
+        "count-lines-1",
+        "--json",
+        str(out),
+        home=tmp_path,
+    )
     assert r.exit_code == 0, r.output
     assert sorted(x["task"] for x in json.loads(out.read_text())["results"]) == ["copy-file-1", "count-lines-1"]
     r = invoke("eval", "--agent", "oracle", "--task", "no-such-task", home=tmp_path)
@@ -98,8 +108,22 @@ def test_config_init_then_show(tmp_path: Path):
 
 def test_eval_reports_pass_at_k_with_an_interval_and_compares_runs(tmp_path: Path):
     out = tmp_path / "oracle.json"
-    r = invoke("eval", "--agent", "oracle", "--split", "eval", "--attempts", "2", "--seeds", "2", "-j", "4",
-               "--json", str(out), home=tmp_path)
+    r = invoke(
+        "eval",
+        "--agent",
+        "oracle",
+        "--split",
+        "eval",
+        "--attempts",
+        "2",
+        "--seeds",
+        "2",
+        "-j",
+        "4",
+        "--json",
+        str(out),
+        home=tmp_path,
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(out.read_text())["summary"]
     assert summary["episodes"] == 16 * 4
@@ -123,22 +147,40 @@ def test_rsr_run_refuses_models_it_cannot_train_and_a_changed_model_on_resume(tm
     assert r.exit_code == 1 and "needs transformers weights" in r.output
     r = invoke("rsr", "run", "--round", "1", "--model", "gguf:/no/such.gguf", home=tmp_path)
     assert r.exit_code == 1 and "GGUF file not found" in r.output
-    Store(tmp_path / "trsi.db").rsr.put_round(1, model="hf:/some/model", tasks_path="x", settings="{}",
-                                               stage="explore", checkpoint="", detail="")
+    Store(tmp_path / "trsi.db").rsr.put_round(
+        1, model="hf:/some/model", tasks_path="x", settings="{}", stage="explore", checkpoint="", detail=""
+    )
     r = invoke("rsr", "run", "--round", "1", "--model", "bundled:smollm2-135m", home=tmp_path)
     assert r.exit_code == 1 and "was started with model 'hf:/some/model'" in r.output
-    r = invoke("rsr", "run", "--round", "2", "--model", "bundled:smollm2-135m", "--harness", "xml-bash",
-               "--tasks", str(tmp_path / "nowhere"), home=tmp_path)
+    r = invoke(
+        "rsr",
+        "run",
+        "--round",
+        "2",
+        "--model",
+        "bundled:smollm2-135m",
+        "--harness",
+        "xml-bash",
+        "--tasks",
+        str(tmp_path / "nowhere"),
+        home=tmp_path,
+    )
     assert r.exit_code == 1 and "no tasks" in r.output
     assert Store(tmp_path / "trsi.db").rsr.round(2) is None  # nothing recorded for a round that never started
 
 
 def test_rpr_run_refuses_a_model_it_cannot_train_and_unknown_harnesses(tmp_path: Path):
-    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model",
-                                 "openai:http://127.0.0.1:9/v1#m"], obj={})
+    r = CliRunner().invoke(
+        cli,
+        ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model", "openai:http://127.0.0.1:9/v1#m"],
+        obj={},
+    )
     assert r.exit_code == 1 and "needs transformers weights" in r.output
-    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model",
-                                 "bundled:smollm2-135m", "--harness", "nope"], obj={})
+    r = CliRunner().invoke(
+        cli,
+        ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model", "bundled:smollm2-135m", "--harness", "nope"],
+        obj={},
+    )
     assert r.exit_code == 2 and "nope" in r.output
 
 
@@ -149,8 +191,9 @@ def test_pipeline_status_and_a_broken_pipeline_config(tmp_path: Path):
         assert stage in r.output
     bad = tmp_path / "bad.toml"
     bad.write_text("[rpr]\ncritic_warmup_rounds = -1\nkl_estimator = 'k9'\n")
-    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "pipeline", "run", "--headless", "--config", str(bad)],
-                           obj={})
+    r = CliRunner().invoke(
+        cli, ["--home", str(tmp_path), "pipeline", "run", "--headless", "--config", str(bad)], obj={}
+    )
     assert r.exit_code == 1
     assert "rpr.critic_warmup_rounds" in r.output and "rpr.kl_estimator" in r.output
 

@@ -46,3 +46,34 @@ def test_home_overrides_xdg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TRSI_HOME", str(tmp_path / "env-home"))
     assert resolve_paths().database == tmp_path / "env-home" / "trsi.db"
     assert resolve_paths(tmp_path / "flag").config_file == tmp_path / "flag" / "config.toml"
+
+
+def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_the_console(tmp_path, capsys):
+    import logging
+    import warnings
+
+    from engine.logs import LOG_FILE, setup_logging
+
+    path = setup_logging(tmp_path / "logs")
+    try:
+        logging.getLogger("engine.rollout.episode").error("engine record")
+        logging.getLogger("transformers.modeling_utils").warning("Loading weights: 100%")
+        warnings.warn("a FutureWarning from a library", FutureWarning, stacklevel=1)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        text = path.read_text()
+        assert path.name == LOG_FILE and path.parent == tmp_path / "logs"
+        assert "engine record" in text and "Loading weights" in text and "a FutureWarning" in text
+        captured = capsys.readouterr()
+        assert "Loading weights" not in captured.err + captured.out
+        assert "FutureWarning" not in captured.err + captured.out
+    finally:
+        logging.captureWarnings(False)
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            if handler.__class__.__name__ == "_LogFile":
+                root.removeHandler(handler)
+                handler.close()
+        import engine.logs
+
+        engine.logs._configured = None  # noqa: SLF001 - the next test's home gets its own file

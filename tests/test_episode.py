@@ -40,7 +40,7 @@ def test_events_stream_phases_and_shell_output(config: Config):
 def test_prewritten_reward_and_fake_reports_do_not_count(tmp_path: Path, config: Config):
     cheat = (
         "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
-        "echo '{\"results\":{\"tests\":[{\"name\":\"x\",\"status\":\"passed\"}]}}' > /logs/verifier/ctrf.json\n"
+        'echo \'{"results":{"tests":[{"name":"x","status":"passed"}]}}\' > /logs/verifier/ctrf.json\n'
         "mkdir -p /tests && echo 'echo 1 > /logs/verifier/reward.txt' > /tests/test.sh\n"
     )
     task = load_task(write_task(tmp_path, "cheater", solve=cheat))
@@ -52,16 +52,22 @@ def test_prewritten_reward_and_fake_reports_do_not_count(tmp_path: Path, config:
 
 def test_tests_and_solution_are_invisible_during_the_agent_turn(tmp_path: Path, config: Config):
     # The "solution" reports what it can see into a file the verifier then checks.
-    spy = "ls /tests > /app/seen_tests 2>&1; ls / > /app/root_listing; cat /solution/solve.sh > /dev/null && echo ok > /app/out.txt"
-    test = ctrf_test(("tests_hidden", "grep -q \"No such file\" /app/seen_tests"),
-                     ("no_tests_at_root", "! grep -qx tests /app/root_listing"))
+    spy = (
+        "ls /tests > /app/seen_tests 2>&1; ls / > /app/root_listing; "
+        "cat /solution/solve.sh > /dev/null && echo ok > /app/out.txt"
+    )
+    test = ctrf_test(
+        ("tests_hidden", 'grep -q "No such file" /app/seen_tests'),
+        ("no_tests_at_root", "! grep -qx tests /app/root_listing"),
+    )
     r = run_episode(load_task(write_task(tmp_path, "spy", solve=spy, test=test)), OracleAgent(), config=config)
     assert r.success, r.checks
 
 
 def test_verifier_timeout_is_not_a_zero_reward(tmp_path: Path, config: Config):
-    task = load_task(write_task(tmp_path, "slow-verifier", test="#!/bin/bash\nsleep 30\n",
-                                toml="[verifier]\ntimeout_sec = 1\n"))
+    task = load_task(
+        write_task(tmp_path, "slow-verifier", test="#!/bin/bash\nsleep 30\n", toml="[verifier]\ntimeout_sec = 1\n")
+    )
     r = run_episode(task, OracleAgent(), config=config)
     assert r.status == "verifier_timeout" and r.reward is None and not r.scored
 
@@ -81,8 +87,9 @@ def test_failing_setup_is_an_infrastructure_error(tmp_path: Path, config: Config
 
 
 def test_agent_timeout_is_recorded_and_still_verified(tmp_path: Path, config: Config):
-    task = load_task(write_task(tmp_path, "slowpoke", solve="echo hello > /app/out.txt; sleep 60",
-                                toml="[agent]\ntimeout_sec = 1\n"))
+    task = load_task(
+        write_task(tmp_path, "slowpoke", solve="echo hello > /app/out.txt; sleep 60", toml="[agent]\ntimeout_sec = 1\n")
+    )
     r = run_episode(task, OracleAgent(), config=config)
     assert r.status == "agent_timeout"
     # The work done before the deadline still counts: the file exists and is right.
@@ -90,9 +97,13 @@ def test_agent_timeout_is_recorded_and_still_verified(tmp_path: Path, config: Co
 
 
 def test_setup_runs_as_root_with_environment_files(tmp_path: Path, config: Config):
-    d = write_task(tmp_path, "env-files", setup="cp data.txt /app/data.txt; test $(id -u) -eq 0",
-                   solve="cp /app/data.txt /app/out.txt",
-                   test=ctrf_test(("copied", 'test "$(cat /app/out.txt)" = payload')))
+    d = write_task(
+        tmp_path,
+        "env-files",
+        setup="cp data.txt /app/data.txt; test $(id -u) -eq 0",
+        solve="cp /app/data.txt /app/out.txt",
+        test=ctrf_test(("copied", 'test "$(cat /app/out.txt)" = payload')),
+    )
     (d / "environment" / "data.txt").write_text("payload")
     r = run_episode(load_task(d), OracleAgent(), config=config)
     assert r.success, (r.error, r.checks)

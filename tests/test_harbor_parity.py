@@ -22,8 +22,10 @@ from sandboxes.docker_images import BASE_IMAGE, LABEL, PYTHON_IMAGE, client, ima
 from trsi_tui.cli import cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "harbor-parity"
-DOCKER_TOML = ('[sandbox]\nbackend = "docker"\n[sandbox.docker.aliases]\n'
-               f'"ubuntu:24.04" = "{BASE_IMAGE}"\n"python:3.12-slim" = "{PYTHON_IMAGE}"\n')
+DOCKER_TOML = (
+    '[sandbox]\nbackend = "docker"\n[sandbox.docker.aliases]\n'
+    f'"ubuntu:24.04" = "{BASE_IMAGE}"\n"python:3.12-slim" = "{PYTHON_IMAGE}"\n'
+)
 DOCKER = parse_config(DOCKER_TOML)
 
 
@@ -50,8 +52,11 @@ def test_fixture_oracle_passes_every_check_and_nop_does_not(name: str):
 @pytest.mark.docker
 def test_apt_get_and_a_verifier_that_drops_to_nobody_work_with_default_capabilities():
     r = oracle("default-capabilities")
-    assert checks(r) == {"package_installed": "passed", "owned_by_nobody": "passed",
-                         "verifier_drops_to_nobody": "passed"}, r.verifier_output
+    assert checks(r) == {
+        "package_installed": "passed",
+        "owned_by_nobody": "passed",
+        "verifier_drops_to_nobody": "passed",
+    }, r.verifier_output
     (step,) = r.steps
     assert "setgroups" not in step.output and "seteuid" not in step.output
 
@@ -59,9 +64,11 @@ def test_apt_get_and_a_verifier_that_drops_to_nobody_work_with_default_capabilit
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_the_verifiers_python_imports_the_tasks_modules_as_the_agents_does(backend: str):
     r = oracle("verifier-imports", backend)
-    assert r.success and checks(r) == {"script_imports_its_neighbour": "passed",
-                                       "import_from_working_directory": "passed",
-                                       "pytest_from_app": "passed"}, r.verifier_output
+    assert r.success and checks(r) == {
+        "script_imports_its_neighbour": "passed",
+        "import_from_working_directory": "passed",
+        "pytest_from_app": "passed",
+    }, r.verifier_output
 
 
 CAUSE = "certificate verify failed (the real cause)"
@@ -105,19 +112,52 @@ def test_cleanup_removes_containers_left_by_builds():
 @pytest.mark.docker
 def test_a_ca_bundle_is_trusted_inside_the_image(tmp_path: Path):
     key, crt = tmp_path / "ca.key", tmp_path / "ca.crt"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=trsi-test-proxy-ca", "-keyout", str(key), "-out", str(crt)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=trsi-test-proxy-ca",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+        ],
+        check=True,
+        capture_output=True,
+    )
     tag = "trsi-tui/test-ca:latest"
     try:
         trust_ca_bundle(BASE_IMAGE, crt.read_bytes(), tag)
-        out = client().containers.run(tag, ["/bin/sh", "-c", "echo $PIP_CERT; openssl x509 -noout -subject "
-                                            "-in /usr/local/share/ca-certificates/trsi-extra-ca.crt 2>/dev/null || "
-                                            "grep -c BEGIN /etc/ssl/certs/ca-certificates.crt"],
-                                      network_mode="none", remove=True).decode()
+        out = (
+            client()
+            .containers.run(
+                tag,
+                [
+                    "/bin/sh",
+                    "-c",
+                    "echo $PIP_CERT; openssl x509 -noout -subject "
+                    "-in /usr/local/share/ca-certificates/trsi-extra-ca.crt 2>/dev/null || "
+                    "grep -c BEGIN /etc/ssl/certs/ca-certificates.crt",
+                ],
+                network_mode="none",
+                remove=True,
+            )
+            .decode()
+        )
         assert out.splitlines()[0] == "/etc/ssl/certs/ca-certificates.crt"
         body = "".join(crt.read_text().splitlines()[1:-1])[:60]
-        store = client().containers.run(tag, ["cat", "/etc/ssl/certs/ca-certificates.crt"], network_mode="none",
-                                        remove=True).decode()
+        store = (
+            client()
+            .containers.run(tag, ["cat", "/etc/ssl/certs/ca-certificates.crt"], network_mode="none", remove=True)
+            .decode()
+        )
         assert body in store.replace("\n", "")
     finally:
         client().images.remove(tag, force=True)
@@ -126,8 +166,9 @@ def test_a_ca_bundle_is_trusted_inside_the_image(tmp_path: Path):
 def test_a_bad_ca_bundle_is_a_clear_error(tmp_path: Path):
     bad = tmp_path / "not-a-cert.pem"
     bad.write_text("hello\n")
-    result = CliRunner().invoke(cli, ["sandbox", "build-base", "--flavour", "python", "--ca-bundle", str(bad),
-                                      "--force"])
+    result = CliRunner().invoke(
+        cli, ["sandbox", "build-base", "--flavour", "python", "--ca-bundle", str(bad), "--force"]
+    )
     assert result.exit_code == 1 and "holds no PEM certificate" in result.output
 
 

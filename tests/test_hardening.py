@@ -48,9 +48,11 @@ def episode(tmp_path: Path, backend: str, name: str, solve: str, **kw) -> Episod
 
 
 def test_background_forger_cannot_touch_the_verifier(tmp_path: Path, backend: str):
-    forger = ("(while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
-              " echo '{\"results\":{\"tests\":[{\"name\":\"x\",\"status\":\"passed\"}]}}' > /logs/verifier/ctrf.json;"
-              " cp -r /tests /app/stolen 2>/dev/null; sleep 0.01; done) >/dev/null 2>&1 &")
+    forger = (
+        "(while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt;"
+        ' echo \'{"results":{"tests":[{"name":"x","status":"passed"}]}}\' > /logs/verifier/ctrf.json;'
+        " cp -r /tests /app/stolen 2>/dev/null; sleep 0.01; done) >/dev/null 2>&1 &"
+    )
     r = episode(tmp_path, backend, "forger", forger)
     assert not r.success and r.status == "completed"
     assert [c.name for c in r.checks] == ["out_exists", "out_is_hello"]
@@ -86,24 +88,39 @@ def test_honest_pytest_verifier_still_passes(tmp_path: Path, backend: str):
 
 
 def test_fork_bomb_is_contained(tmp_path: Path, backend: str):
-    r = episode(tmp_path, backend, "fork-bomb", "bomb() { bomb | bomb & }; bomb; sleep 2; echo hello > /app/out.txt",
-                toml="[agent]\ntimeout_sec = 15\n")
+    r = episode(
+        tmp_path,
+        backend,
+        "fork-bomb",
+        "bomb() { bomb | bomb & }; bomb; sleep 2; echo hello > /app/out.txt",
+        toml="[agent]\ntimeout_sec = 15\n",
+    )
     assert r.scored and "pids_limit" in r.resource_events
     # The engine goes on: a normal episode right after still works.
     assert episode(tmp_path, backend, "after-bomb", "echo hello > /app/out.txt").success
 
 
 def test_memory_hog_is_killed_and_reported(tmp_path: Path, backend: str):
-    r = episode(tmp_path, backend, "hog", "python3 -c 'x = bytearray(1024 * 1024 * 1024)'",
-                toml="[environment]\nmemory_mb = 128\n")
+    r = episode(
+        tmp_path,
+        backend,
+        "hog",
+        "python3 -c 'x = bytearray(1024 * 1024 * 1024)'",
+        toml="[environment]\nmemory_mb = 128\n",
+    )
     assert not r.success and r.failure_mode == "oom_killed" and "oom_kill" in r.resource_events
 
 
 @pytest.mark.parametrize("target", ["/app/fill", "/fill", "/tmp/fill"])
 def test_disk_fill_is_capped_and_verification_still_runs(tmp_path: Path, target: str, backend: str):
     name = "fill" + target.replace("/", "-")
-    r = episode(tmp_path, backend, name, f"head -c 5G /dev/zero > {target}; echo hello > /app/out.txt",
-                toml="[environment]\nstorage_mb = 32\nmemory_mb = 512\n")
+    r = episode(
+        tmp_path,
+        backend,
+        name,
+        f"head -c 5G /dev/zero > {target}; echo hello > /app/out.txt",
+        toml="[environment]\nstorage_mb = 32\nmemory_mb = 512\n",
+    )
     assert r.scored, r.error
     assert r.checks_total == 2  # the verifier ran and reported, even with the disk full
     assert "disk_limit" in r.resource_events
@@ -134,10 +151,13 @@ def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path, backend:
 
     t = threading.Thread(target=accept, daemon=True)
     t.start()
-    solve = (f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo reached > /app/net || echo blocked > /app/net;"
-             " getent hosts pypi.org > /dev/null && echo resolved > /app/dns || echo failed > /app/dns")
-    test = ctrf_test(("loopback_blocked", 'test "$(cat /app/net)" = blocked'),
-                     ("dns_fails", 'test "$(cat /app/dns)" = failed'))
+    solve = (
+        f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo reached > /app/net || echo blocked > /app/net;"
+        " getent hosts pypi.org > /dev/null && echo resolved > /app/dns || echo failed > /app/dns"
+    )
+    test = ctrf_test(
+        ("loopback_blocked", 'test "$(cat /app/net)" = blocked'), ("dns_fails", 'test "$(cat /app/dns)" = failed')
+    )
     r = episode(tmp_path, backend, "net", solve, test=test)
     stop.set()
     t.join()
@@ -149,8 +169,10 @@ def test_host_loopback_listener_and_dns_are_unreachable(tmp_path: Path, backend:
 def test_writes_outside_the_workspace_leave_the_host_unchanged(tmp_path: Path, backend: str):
     marker = tmp_path / "host-file"
     marker.write_text("original")
-    solve = (f"echo changed > {marker}; touch /usr/bin/trsi-evil /etc/trsi-evil; "
-             f"test -e {marker} && echo visible > /app/out.txt || echo hello > /app/out.txt")
+    solve = (
+        f"echo changed > {marker}; touch /usr/bin/trsi-evil /etc/trsi-evil; "
+        f"test -e {marker} && echo visible > /app/out.txt || echo hello > /app/out.txt"
+    )
     r = episode(tmp_path, backend, "escape", solve)
     assert r.success  # the host path was not even visible
     assert marker.read_text() == "original"
@@ -183,8 +205,13 @@ def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend
             time.sleep(0.05)
 
     threading.Thread(target=assassin, daemon=True).start()
-    _, results = runner.run([EpisodeJob(victim, OracleAgent), EpisodeJob(bystander, OracleAgent)],
-                            kind="eval", agent_label="oracle", tasks_path="x", concurrency=2)
+    _, results = runner.run(
+        [EpisodeJob(victim, OracleAgent), EpisodeJob(bystander, OracleAgent)],
+        kind="eval",
+        agent_label="oracle",
+        tasks_path="x",
+        concurrency=2,
+    )
     by_task = {r.task: r for r in results}
     assert by_task["victim"].status == "infra_error" and by_task["victim"].failure_mode == "sandbox_error"
     assert by_task["victim"].reward is None
@@ -192,11 +219,15 @@ def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend
 
 
 def test_tests_and_solution_are_not_there_during_the_turn(tmp_path: Path, backend: str):
-    spy = ("ls /tests > /app/seen_tests 2>&1; ls / > /app/root_listing; "
-           "cat /solution/solve.sh > /dev/null && echo hello > /app/out.txt")
-    test = ctrf_test(("tests_hidden", 'grep -q "No such file" /app/seen_tests'),
-                     ("no_tests_at_root", "! grep -qx tests /app/root_listing"),
-                     ("solution_was_readable_by_the_oracle_only", 'test "$(cat /app/out.txt)" = hello'))
+    spy = (
+        "ls /tests > /app/seen_tests 2>&1; ls / > /app/root_listing; "
+        "cat /solution/solve.sh > /dev/null && echo hello > /app/out.txt"
+    )
+    test = ctrf_test(
+        ("tests_hidden", 'grep -q "No such file" /app/seen_tests'),
+        ("no_tests_at_root", "! grep -qx tests /app/root_listing"),
+        ("solution_was_readable_by_the_oracle_only", 'test "$(cat /app/out.txt)" = hello'),
+    )
     r = episode(tmp_path, backend, "spy", spy, test=test)
     assert r.success, r.checks
 

@@ -7,9 +7,22 @@ import pytest
 from engine.rollout.harnesses import HARNESSES, get_harness
 from engine.rollout.harnesses.base import Command, StepResult, Turn, truncate_middle
 
-GARBAGE = ["", "   ", "I think we should list the files.", "{{{{", "}", "<bash>", "```json\n{\"commands\": [",
-           "\x00\x01\x02", "null", "[]", "{\"commands\": 7}", "<tool_call>{not json}</tool_call>",
-           "a" * 100_000, "{" * 5000]
+GARBAGE = [
+    "",
+    "   ",
+    "I think we should list the files.",
+    "{{{{",
+    "}",
+    "<bash>",
+    '```json\n{"commands": [',
+    "\x00\x01\x02",
+    "null",
+    "[]",
+    '{"commands": 7}',
+    "<tool_call>{not json}</tool_call>",
+    "a" * 100_000,
+    "{" * 5000,
+]
 
 
 @pytest.mark.parametrize("name", sorted(HARNESSES))
@@ -23,8 +36,10 @@ def test_garbage_never_raises_and_explains(name: str, text: str):
 
 def test_terminus_json_in_prose_and_fences():
     h = get_harness("terminus-json")
-    text = ('Sure! Here is my answer:\n```json\n{"analysis": "a", "plan": "p", "commands": '
-            '[{"keystrokes": "ls -la\\n", "duration": 0.5}, {"keystrokes": "cat x"}], "task_complete": false}\n```')
+    text = (
+        'Sure! Here is my answer:\n```json\n{"analysis": "a", "plan": "p", "commands": '
+        '[{"keystrokes": "ls -la\\n", "duration": 0.5}, {"keystrokes": "cat x"}], "task_complete": false}\n```'
+    )
     a = h.parse(text)
     assert [c.keystrokes for c in a.commands] == ["ls -la", "cat x"]
     assert a.commands[0].duration == 0.5 and not a.done and not a.error
@@ -61,8 +76,10 @@ def test_tool_call_native_and_textual():
     h = get_harness("tool-call")
     native = [{"type": "function", "function": {"name": "bash", "arguments": '{"command": "ls /app"}'}}]
     assert h.parse("", tool_calls=native).commands[0].keystrokes == "ls /app"
-    a = h.parse('<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>'
-                '<tool_call>{"name": "done", "arguments": {}}</tool_call>')
+    a = h.parse(
+        '<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>'
+        '<tool_call>{"name": "done", "arguments": {}}</tool_call>'
+    )
     assert [c.keystrokes for c in a.commands] == ["pwd"] and a.done
     assert "unknown tool" in h.parse('{"name": "rm_rf", "arguments": {}}').error
     assert "not valid JSON" in h.parse("", tool_calls=[{"function": {"name": "bash", "arguments": "{oops"}}]).error
@@ -106,14 +123,21 @@ def test_fewshot_examples_teach_the_format_without_any_suite_task():
     assert h.parse("<bash>uname -s > /app/os.txt</bash>").commands[0].keystrokes == "uname -s > /app/os.txt"
 
 
-@pytest.mark.parametrize("reply, command, done", [
-    ("```bash\nls -la /app\n```", "ls -la /app", False),
-    ("Sure:\n```\n$ wc -l < /app/a.txt > /app/n.txt\n```\nThat counts lines.", "wc -l < /app/a.txt > /app/n.txt", False),
-    ("```sh\nsudo cp /app/a /app/b\n```", "cp /app/a /app/b", False),  # no sudo in sandboxes
-    ("```bash\ncp a b\n```\n```bash\nrm a\n```", "cp a b", False),  # one command per reply: the first
-    ("DONE", None, True),
-    ("The task is DONE.", None, True),
-])
+@pytest.mark.parametrize(
+    "reply, command, done",
+    [
+        ("```bash\nls -la /app\n```", "ls -la /app", False),
+        (
+            "Sure:\n```\n$ wc -l < /app/a.txt > /app/n.txt\n```\nThat counts lines.",
+            "wc -l < /app/a.txt > /app/n.txt",
+            False,
+        ),
+        ("```sh\nsudo cp /app/a /app/b\n```", "cp /app/a /app/b", False),  # no sudo in sandboxes
+        ("```bash\ncp a b\n```\n```bash\nrm a\n```", "cp a b", False),  # one command per reply: the first
+        ("DONE", None, True),
+        ("The task is DONE.", None, True),
+    ],
+)
 def test_fenced_bash_takes_the_first_code_block_or_done(reply: str, command: str | None, done: bool):
     action = get_harness("fenced-bash").parse(reply)
     assert [c.keystrokes for c in action.commands] == ([command] if command else [])

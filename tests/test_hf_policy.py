@@ -108,10 +108,13 @@ def test_lora_adapters_load_and_change_the_policy(hf, tmp_path: Path):
 def test_a_real_episode_with_transformers_is_recorded_token_for_token(hf, tmp_path: Path):
     store = Store(tmp_path / "db.sqlite")
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
-    agent = lambda: ModelAgent(hf, get_harness("xml-bash"), temperature=0.7, seed=4, max_turns=2,  # noqa: E731
-                               max_tokens_per_turn=48)
-    _, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
-                              tasks_path="x", concurrency=1)
+
+    def agent() -> ModelAgent:
+        return ModelAgent(hf, get_harness("xml-bash"), temperature=0.7, seed=4, max_turns=2, max_tokens_per_turn=48)
+
+    _, (result,) = runner.run(
+        [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
+    )
     assert result.scored and result.model == "hf:bundled:smollm2-135m"
     ids, mask = store.runs.episode_tokens(result.episode_id)
     assert [t for t, m in zip(ids, mask) if m] == [t for s in store.runs.steps(result.episode_id) for t in s.token_ids]

@@ -62,10 +62,13 @@ def test_template_preserves_prefixes(policy):
 def test_a_real_episode_is_recorded_token_for_token(policy, harness: str, tmp_path: Path):
     store = Store(tmp_path / "db.sqlite")
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
-    agent = lambda: ModelAgent(policy, get_harness(harness), temperature=0.7, seed=3, max_turns=3,  # noqa: E731
-                               max_tokens_per_turn=96)
-    run_id, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval",
-                                   agent_label="model", tasks_path="x", concurrency=1)
+
+    def agent() -> ModelAgent:
+        return ModelAgent(policy, get_harness(harness), temperature=0.7, seed=3, max_turns=3, max_tokens_per_turn=96)
+
+    run_id, (result,) = runner.run(
+        [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
+    )
     assert result.scored and result.stop_reason in {"done", "turn_limit", "token_budget", "agent_timeout"}
     steps = store.runs.steps(result.episode_id)
     assert steps and len(steps) == len(result.steps)
@@ -107,8 +110,9 @@ def test_unparseable_replies_are_fed_back_and_count_as_turns(policy, tmp_path: P
             g = policy.generate_ids(ids, max_tokens=4, temperature=0.0)
             return type(g)("}}{{ not a command", g.token_ids, g.logprobs, g.prompt_tokens, g.finish_reason)
 
-    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(Garbler(), get_harness("terminus-json"), max_turns=2),
-                    config=Config())
+    r = run_episode(
+        load_task(EXAMPLE_TASK), ModelAgent(Garbler(), get_harness("terminus-json"), max_turns=2), config=Config()
+    )
     assert r.scored and r.stop_reason == "turn_limit" and len(r.steps) == 2
     assert all(s.parse_error for s in r.steps)
     assert "could not be used" in r.steps[0].output
@@ -120,8 +124,12 @@ def test_each_turn_is_emitted_as_a_typed_event(policy):
     bus = EventBus()
     seen: list[AgentStepTaken] = []
     bus.subscribe(lambda e: seen.append(e) if isinstance(e, AgentStepTaken) else None)
-    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(policy, get_harness("xml-bash"), seed=1, max_turns=2,
-                                                        max_tokens_per_turn=32), config=Config(), bus=bus)
+    r = run_episode(
+        load_task(EXAMPLE_TASK),
+        ModelAgent(policy, get_harness("xml-bash"), seed=1, max_turns=2, max_tokens_per_turn=32),
+        config=Config(),
+        bus=bus,
+    )
     assert [e.index for e in seen] == list(range(len(r.steps))) and seen
     assert seen[0].step.token_ids == r.steps[0].token_ids and seen[0].episode_id == r.episode_id
 
@@ -136,8 +144,9 @@ def test_recorded_logits_are_the_sampling_row(policy):
     llm = policy._llm  # noqa: SLF001 - checking the backend against its own logits
     prompt = policy.tokenize_chat([{"role": "user", "content": "Write the number 5."}], add_generation_prompt=True)
     llm.reset()
-    for i, token in enumerate(llm.generate(prompt, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0,
-                                           reset=True)):
+    for i, token in enumerate(
+        llm.generate(prompt, temp=0.0, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True)
+    ):
         row = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))  # noqa: SLF001
         assert int(np.argmax(row)) == token  # greedy: the sampled token is that row's argmax
         if i >= 10:
@@ -152,15 +161,20 @@ def test_export_jsonl_and_atif_carry_tokens_and_outcome(policy, tmp_path: Path):
 
     store = Store(tmp_path / "db.sqlite")
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
-    agent = lambda: ModelAgent(policy, get_harness("terminus-json"), seed=5, max_turns=2,  # noqa: E731
-                               max_tokens_per_turn=64)
-    run_id, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
-                                   tasks_path="x", concurrency=1)
+
+    def agent() -> ModelAgent:
+        return ModelAgent(policy, get_harness("terminus-json"), seed=5, max_turns=2, max_tokens_per_turn=64)
+
+    run_id, (result,) = runner.run(
+        [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
+    )
     export_run(store, run_id, "jsonl", tmp_path / "run.jsonl")
     (rec,) = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert rec["task"] == "count-lines" and rec["checks_total"] == 3 and rec["harness"] == "terminus-json"
     assert rec["messages"][0]["role"] == "system" and rec["messages"][1]["content"].startswith("Task:")
-    assert [t for t, m in zip(rec["token_ids"], rec["loss_mask"]) if m] == [t for s in rec["steps"] for t in s["token_ids"]]
+    assert [t for t, m in zip(rec["token_ids"], rec["loss_mask"]) if m] == [
+        t for s in rec["steps"] for t in s["token_ids"]
+    ]
     export_run(store, run_id, "atif", tmp_path / "run.atif.jsonl")
     (traj,) = [json.loads(x) for x in (tmp_path / "run.atif.jsonl").read_text().splitlines()]
     assert traj["schema_version"] == "ATIF-v1.4" and traj["session_id"] == result.episode_id
@@ -185,9 +199,27 @@ def llama_server():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--logits_all", "true",
-                             "--model_alias", "smollm2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(bundled_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--logits_all",
+            "true",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -210,10 +242,13 @@ def test_an_openai_compatible_server_acts_through_a_harness(llama_server: str, t
     remote = load_policy(f"openai:{llama_server}#smollm2")
     store = Store(tmp_path / "db.sqlite")
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
-    agent = lambda: ModelAgent(remote, get_harness("xml-bash"), temperature=0.7, seed=2, max_turns=2,  # noqa: E731
-                               max_tokens_per_turn=64)
-    _, (result,) = runner.run([EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model",
-                              tasks_path="x", concurrency=1)
+
+    def agent() -> ModelAgent:
+        return ModelAgent(remote, get_harness("xml-bash"), temperature=0.7, seed=2, max_turns=2, max_tokens_per_turn=64)
+
+    _, (result,) = runner.run(
+        [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
+    )
     assert result.scored and len(result.steps) == 2 and result.model.startswith("openai:")
     steps = store.runs.steps(result.episode_id)
     assert all(s.action_text for s in steps) and all(s.prompt_tokens > 0 for s in steps)
@@ -236,10 +271,12 @@ def test_concurrent_conversations_keep_their_own_llama_context():
     from engine.policy import load_policy
 
     pool = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2)
-    a = pool.tokenize_chat([{"role": "system", "content": "alpha " * 20}, {"role": "user", "content": "hi"}],
-                           add_generation_prompt=True)
-    b = pool.tokenize_chat([{"role": "system", "content": "omega " * 20}, {"role": "user", "content": "yo"}],
-                           add_generation_prompt=True)
+    a = pool.tokenize_chat(
+        [{"role": "system", "content": "alpha " * 20}, {"role": "user", "content": "hi"}], add_generation_prompt=True
+    )
+    b = pool.tokenize_chat(
+        [{"role": "system", "content": "omega " * 20}, {"role": "user", "content": "yo"}], add_generation_prompt=True
+    )
     barrier = threading.Barrier(2)
 
     def run(prompt):
@@ -269,8 +306,10 @@ def test_loading_instances_from_many_threads_leaves_stdout_where_it_was():
     before = os.fstat(1)
     policy = load_policy("bundled:smollm2-135m", n_ctx=256, instances=4)
     prompt = policy.tokenize_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True)
-    threads = [threading.Thread(target=policy.generate_ids, args=(prompt,),
-                                kwargs={"max_tokens": 2, "temperature": 0.0}) for _ in range(4)]
+    threads = [
+        threading.Thread(target=policy.generate_ids, args=(prompt,), kwargs={"max_tokens": 2, "temperature": 0.0})
+        for _ in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:

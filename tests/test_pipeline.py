@@ -31,8 +31,17 @@ pytestmark = pytest.mark.slow
 
 CONFIG = Config(
     rsr=RsrConfig(attempts=1, harnesses=["xml-bash"], max_turns=1, sft=SftSection(epochs=1, rank=4, alpha=8)),
-    rpr=RprConfig(rounds=1, critic_warmup_rounds=1, tasks_per_round=1, episodes_per_task=1, max_turns=1,
-                  ppo_epochs=1, load_4bit=False, rank=4, alpha=8),
+    rpr=RprConfig(
+        rounds=1,
+        critic_warmup_rounds=1,
+        tasks_per_round=1,
+        episodes_per_task=1,
+        max_turns=1,
+        ppo_epochs=1,
+        load_4bit=False,
+        rank=4,
+        alpha=8,
+    ),
     pipeline=PipelineConfig(eval_seeds=2, eval_harness="xml-bash", eval_max_turns=1),
 )
 
@@ -47,28 +56,47 @@ def real_policy():
 def suite(root: Path) -> Path:
     if not root.exists():
         for name, split in (("hello-train", "train"), ("hello-eval", "eval")):
-            write_task(root, name, toml=f'[metadata]\nsplit = "{split}"\n[agent]\ntimeout_sec = 30\n'
-                                        '[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n')
+            write_task(
+                root,
+                name,
+                toml=f'[metadata]\nsplit = "{split}"\n[agent]\ntimeout_sec = 30\n'
+                "[verifier]\ntimeout_sec = 20\n[environment]\nmemory_mb = 256\n",
+            )
     return root
 
 
 def make(home: Path, real_policy, store: Store, stop=None) -> Pipeline:
-    return Pipeline(StageContext(config=CONFIG, store=store, bus=EventBus(), tasks=suite(home / "suite"),
-                                 backend="local", checkpoints_dir=home / "ckpt", concurrency=1,
-                                 should_stop=stop or (lambda: False),
-                                 policy_loader=lambda spec: ScriptedModel(real_policy, runbook)))
+    return Pipeline(
+        StageContext(
+            config=CONFIG,
+            store=store,
+            bus=EventBus(),
+            tasks=suite(home / "suite"),
+            backend="local",
+            checkpoints_dir=home / "ckpt",
+            concurrency=1,
+            should_stop=stop or (lambda: False),
+            policy_loader=lambda spec: ScriptedModel(real_policy, runbook),
+        )
+    )
 
 
 def summary(store: Store, home: Path) -> dict:
     """The final state, with this home's directory taken out of paths."""
-    stages = {n: (s.status, s.pass_at_1, s.ci_low, s.ci_high, s.checkpoint.replace(str(home), "HOME"))
-              for n, s in store.stages.all().items()}
+    stages = {
+        n: (s.status, s.pass_at_1, s.ci_low, s.ci_high, s.checkpoint.replace(str(home), "HOME"))
+        for n, s in store.stages.all().items()
+    }
     kinds: dict[str, int] = {}
     for r in store.runs.list(200):
         kinds[r.kind] = kinds.get(r.kind, 0) + len(store.runs.episodes(r.id))
-    return {"stages": stages, "episodes": kinds, "samples": [len(store.rsr.samples(r)) for r in (1, 2)],
-            "rpr": [store.rpr.run(r).iteration for r in (1, 2)],
-            "lineage": {n: json.loads(s.lineage.replace(str(home), "HOME"))["kind"] for n, s in store.stages.all().items()}}
+    return {
+        "stages": stages,
+        "episodes": kinds,
+        "samples": [len(store.rsr.samples(r)) for r in (1, 2)],
+        "rpr": [store.rpr.run(r).iteration for r in (1, 2)],
+        "lineage": {n: json.loads(s.lineage.replace(str(home), "HOME"))["kind"] for n, s in store.stages.all().items()},
+    }
 
 
 def test_a_pipeline_killed_mid_stage_resumes_to_the_same_final_state(tmp_path: Path, real_policy):

@@ -57,8 +57,20 @@ def real_policy():
 
 
 def settings(**overrides) -> RprConfig:
-    base = dict(rounds=1, critic_warmup_rounds=2, tasks_per_round=1, episodes_per_task=2, split="", max_turns=1,
-                ppo_epochs=1, load_4bit=False, rank=4, alpha=8, critic_lr=1e-3, actor_lr=1e-4)
+    base = dict(
+        rounds=1,
+        critic_warmup_rounds=2,
+        tasks_per_round=1,
+        episodes_per_task=2,
+        split="",
+        max_turns=1,
+        ppo_epochs=1,
+        load_4bit=False,
+        rank=4,
+        alpha=8,
+        critic_lr=1e-3,
+        actor_lr=1e-4,
+    )
     return RprConfig(**{**base, **overrides})
 
 
@@ -68,8 +80,10 @@ class Recording(RprStage):
     snapshots: list[dict]
 
     def _save(self, ac, *args, **kwargs):
-        self.snapshots.append({n: p.detach().clone() for n, p in ac.model.named_parameters() if "lora_" in n}
-                              | {"value_head": ac.value_head.weight.detach().clone()})
+        self.snapshots.append(
+            {n: p.detach().clone() for n, p in ac.model.named_parameters() if "lora_" in n}
+            | {"value_head": ac.value_head.weight.detach().clone()}
+        )
         return super()._save(ac, *args, **kwargs)
 
 
@@ -77,9 +91,17 @@ def make_stage(tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None
     suite = tmp_path / "suite"
     if not suite.exists():
         write_task(suite, "hello-a")
-    ctx = StageContext(config=Config(), store=store, bus=bus or EventBus(), backend="local",
-                       checkpoints_dir=tmp_path / "ckpt", tasks=suite, concurrency=1,
-                       should_stop=stop or (lambda: False), policy_loader=lambda spec: SeededScript(real_policy))
+    ctx = StageContext(
+        config=Config(),
+        store=store,
+        bus=bus or EventBus(),
+        backend="local",
+        checkpoints_dir=tmp_path / "ckpt",
+        tasks=suite,
+        concurrency=1,
+        should_stop=stop or (lambda: False),
+        policy_loader=lambda spec: SeededScript(real_policy),
+    )
     stage = Recording(ctx, round=1, model="bundled:smollm2-135m", settings=settings(**overrides))
     stage.snapshots = []
     return stage
@@ -134,10 +156,17 @@ def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpoi
     from engine.rpr.actor_critic import ActorCritic
     from engine.training.loader import LoraShape
 
-    restored = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=latest / "actor",
-                                critic_adapter=latest / "critic", value_head=latest / "value_head.pt",
-                                reference="base", reference_adapter=None, lora=LoraShape(4, 8), load_4bit=False,
-                                temperature=0.8)
+    restored = ActorCritic.load(
+        resolve_hf_base("bundled:smollm2-135m"),
+        actor_adapter=latest / "actor",
+        critic_adapter=latest / "critic",
+        value_head=latest / "value_head.pt",
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(4, 8),
+        load_4bit=False,
+        temperature=0.8,
+    )
     assert torch.equal(restored.value_head.weight, joint["value_head"])
     assert all(p.requires_grad for p in restored.value_head.parameters())
     state = torch.load(latest / "trainer_state.pt", weights_only=False)
@@ -189,31 +218,47 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
     from engine.rpr.rollouts import Rollout
     from engine.training.loader import LoraShape
 
-    prompt = real_policy.tokenize_chat([{"role": "user", "content": "Write hello to /app/out.txt."}],
-                                       add_generation_prompt=True)
+    prompt = real_policy.tokenize_chat(
+        [{"role": "user", "content": "Write hello to /app/out.txt."}], add_generation_prompt=True
+    )
     stop = [min(real_policy.stop_ids)]
 
     def reply(text: str) -> list[int]:
         return real_policy._llm.tokenize(text.encode(), add_bos=False, special=False) + stop  # noqa: SLF001
 
     good, bad = reply("<bash>echo hello > /app/out.txt</bash>"), reply("<bash>echo nope > /app/out.txt</bash>")
-    rollouts = [Rollout(name, "t", tuple(prompt + r), tuple([0] * len(prompt) + [1] * len(r)), (), reward, reward == 1,
-                        0.0, 1.0) for name, r, reward in (("good", good, 1.0), ("bad", bad, 0.0))]
+    rollouts = [
+        Rollout(
+            name, "t", tuple(prompt + r), tuple([0] * len(prompt) + [1] * len(r)), (), reward, reward == 1, 0.0, 1.0
+        )
+        for name, r, reward in (("good", good, 1.0), ("bad", bad, 0.0))
+    ]
     torch.manual_seed(0)
-    ac = ActorCritic.load(resolve_hf_base("bundled:smollm2-135m"), actor_adapter=None, critic_adapter=None,
-                          value_head=None, reference="base", reference_adapter=None, lora=LoraShape(4, 8),
-                          load_4bit=False, temperature=1.0)
+    ac = ActorCritic.load(
+        resolve_hf_base("bundled:smollm2-135m"),
+        actor_adapter=None,
+        critic_adapter=None,
+        value_head=None,
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(4, 8),
+        load_4bit=False,
+        temperature=1.0,
+    )
     s = settings(actor_lr=2e-3, ppo_epochs=2, minibatch_episodes=2, kl_coef=0.05, kl_mode=kl_mode)
     optimizers, schedulers = make_optimizers(ac, s)
 
     def margin() -> float:
         with torch.no_grad():
-            lp = [float(ac.actions(ACTOR, torch.tensor([r.ids]), torch.tensor([r.mask[1:]])).logprobs.sum())
-                  for r in rollouts]
+            lp = [
+                float(ac.actions(ACTOR, torch.tensor([r.ids]), torch.tensor([r.mask[1:]])).logprobs.sum())
+                for r in rollouts
+            ]
         return lp[0] - lp[1]
 
     before = margin()
-    stats = [ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(i))
-             for i in range(3)]
+    stats = [
+        ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(i)) for i in range(3)
+    ]
     assert margin() > before + 1.0  # log-odds of the rewarded reply over the other, up by more than e
     assert stats[-1].kl > 0.0 and stats[-1].optimizer_steps == 2

@@ -35,8 +35,13 @@ def replay():
 def test_the_replay_saw_the_runbook_but_the_sample_does_not(replay):
     policy, result = replay
     assert "A runbook that worked for this task before" in result.messages[1]["content"]
-    sample = build_sample(policy, list(result.messages[:2]), result.steps, runbook=CLEAN_RUNBOOK_TEXT,
-                          provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id))
+    sample = build_sample(
+        policy,
+        list(result.messages[:2]),
+        result.steps,
+        runbook=CLEAN_RUNBOOK_TEXT,
+        provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id),
+    )
     text = policy._llm.detokenize(list(sample.ids)).decode("utf-8", errors="replace")  # noqa: SLF001
     assert "runbook" not in text.lower() and "## Preconditions" not in text
     assert "Count the lines of /app/input.txt" in text  # the task itself stays
@@ -44,8 +49,13 @@ def test_the_replay_saw_the_runbook_but_the_sample_does_not(replay):
 
 def test_the_loss_mask_covers_exactly_the_sampled_action_tokens(replay):
     policy, result = replay
-    sample = build_sample(policy, list(result.messages[:2]), result.steps, runbook=CLEAN_RUNBOOK_TEXT,
-                          provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id))
+    sample = build_sample(
+        policy,
+        list(result.messages[:2]),
+        result.steps,
+        runbook=CLEAN_RUNBOOK_TEXT,
+        provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id),
+    )
     sampled = [t for step in result.steps for t in step.token_ids]
     assert [t for t, m in zip(sample.ids, sample.mask) if m] == sampled
     assert sample.action_tokens == len(sampled) and len(sample.ids) == len(sample.mask)
@@ -56,5 +66,5 @@ def test_the_loss_mask_covers_exactly_the_sampled_action_tokens(replay):
     without = len(TokenBuffer.start(policy, stripped).ids)
     assert without < with_runbook
     rest = list(sample.ids[without:])
-    assert rest == list(result.token_ids[with_runbook: with_runbook + len(rest)])
+    assert rest == list(result.token_ids[with_runbook : with_runbook + len(rest)])
     assert deduplicate([sample, sample]) == [sample]

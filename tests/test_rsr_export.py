@@ -27,8 +27,10 @@ def exported(tmp_path_factory):
     from engine.training.loader import LORA_TARGETS
 
     base = resolve_hf_base("bundled:smollm2-135m")
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
-                           LoraConfig(r=4, lora_alpha=8, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32),
+        LoraConfig(r=4, lora_alpha=8, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"),
+    )
     torch.manual_seed(0)
     with torch.no_grad():  # a trained adapter's B is non-zero; random B exercises every row, q/k permutation included
         for name, param in model.named_parameters():

@@ -9,8 +9,10 @@ from engine.rsr.reviewer import artifacts_missing, parse_verdict, review_runbook
 from tests.tui_data import CLEAN_RUNBOOK_TEXT
 
 INSTRUCTION = "Count the lines of /app/input.txt and write the number alone to /app/count.txt."
-STEPS = (AgentStep("wc -l < /app/input.txt > /app/count.txt", "", 0, False, 0.0),
-         AgentStep("cat /app/count.txt", "5", 0, False, 0.0))
+STEPS = (
+    AgentStep("wc -l < /app/input.txt > /app/count.txt", "", 0, False, 0.0),
+    AgentStep("cat /app/count.txt", "5", 0, False, 0.0),
+)
 
 
 class ScriptedPolicy:
@@ -46,8 +48,10 @@ def test_a_well_formed_planner_draft_is_kept_as_written():
 
 
 def test_parse_verdict_reads_the_first_complete_json_object():
-    text = 'Verdict: {"format_ok": "yes", "artifacts_named": true, "leakage_suspected": false, "approve": true, ' \
-           '"reasons": "clear"} trailing'
+    text = (
+        'Verdict: {"format_ok": "yes", "artifacts_named": true, "leakage_suspected": false, "approve": true, '
+        '"reasons": "clear"} trailing'
+    )
     v = parse_verdict(text)
     assert v is not None and v.approve and v.format_ok and v.reasons == ("clear",)
     assert parse_verdict('{"approve": true}') is None
@@ -59,7 +63,7 @@ def test_reviewer_sees_only_the_task_and_the_runbook():
     policy = ScriptedPolicy('{"format_ok": true, "artifacts_named": true, "leakage_suspected": false, "approve": true}')
     verdict, _ = review_runbook(policy, INSTRUCTION, CLEAN_RUNBOOK_TEXT)
     assert verdict.approve
-    (system, user), = policy.prompts
+    ((system, user),) = policy.prompts
     assert user["content"] == f"Task:\n{INSTRUCTION}\n\nRunbook:\n{CLEAN_RUNBOOK_TEXT.strip()}\n\nJSON verdict:"
 
 

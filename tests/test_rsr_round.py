@@ -62,8 +62,10 @@ class ScriptedModel(LocalPolicy):
 
 def runbook(user: str) -> str:
     leak = f"\nMarker: {CANARY}\n" if "leaky-task" in user or "leaky" in user else ""
-    return ("# Goal\nWrite hello to /app/out.txt.\n\n## Preconditions\n- /app exists.\n\n## Steps\n"
-            "1. `echo hello > /app/out.txt` (expect: no output)\n\n## Check\n/app/out.txt says hello.\n" + leak)
+    return (
+        "# Goal\nWrite hello to /app/out.txt.\n\n## Preconditions\n- /app exists.\n\n## Steps\n"
+        "1. `echo hello > /app/out.txt` (expect: no output)\n\n## Check\n/app/out.txt says hello.\n" + leak
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,13 +80,27 @@ def make_round(tmp_path: Path, real_policy, *, approval="auto", stop=None, store
     if not suite.exists():
         write_task(suite, "hello-a")
         write_task(suite, "hello-b", instruction="Write hello to /app/out.txt (leaky variant).")
-    settings = RsrConfig(approval=approval, attempts=1, harnesses=["xml-bash"], split="", max_turns=2,
-                         sft=SftSection(epochs=1, rank=4, alpha=8))
-    ctx = StageContext(config=Config(), store=store or Store(tmp_path / "db.sqlite"), bus=bus or EventBus(),
-                       backend="local", checkpoints_dir=tmp_path / "ckpt", tasks=suite, concurrency=concurrency,
-                       should_stop=stop or (lambda: False))
-    return RsrRound(ctx, round=1, model="bundled:smollm2-135m", settings=settings,
-                    policy=ScriptedModel(real_policy, runbook))
+    settings = RsrConfig(
+        approval=approval,
+        attempts=1,
+        harnesses=["xml-bash"],
+        split="",
+        max_turns=2,
+        sft=SftSection(epochs=1, rank=4, alpha=8),
+    )
+    ctx = StageContext(
+        config=Config(),
+        store=store or Store(tmp_path / "db.sqlite"),
+        bus=bus or EventBus(),
+        backend="local",
+        checkpoints_dir=tmp_path / "ckpt",
+        tasks=suite,
+        concurrency=concurrency,
+        should_stop=stop or (lambda: False),
+    )
+    return RsrRound(
+        ctx, round=1, model="bundled:smollm2-135m", settings=settings, policy=ScriptedModel(real_policy, runbook)
+    )
 
 
 def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, real_policy):
@@ -108,8 +124,9 @@ def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, re
 
 def test_a_killed_round_resumes_without_losing_or_duplicating_work(tmp_path: Path, real_policy):
     store = Store(tmp_path / "db.sqlite")
-    first = make_round(tmp_path, real_policy, store=store, concurrency=1,
-                       stop=lambda: len(store.rsr.jobs(1, "explore")) >= 1)
+    first = make_round(
+        tmp_path, real_policy, store=store, concurrency=1, stop=lambda: len(store.rsr.jobs(1, "explore")) >= 1
+    )
     with pytest.raises(InterruptedError):
         first.run()  # stops after the first explore episode is stored, before runbooks
     assert len(store.rsr.jobs(1, "explore")) == 1

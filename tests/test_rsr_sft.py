@@ -25,17 +25,27 @@ def trained(tmp_path_factory):
 
     base = resolve_hf_base("bundled:smollm2-135m")
     policy = load_policy(f"hf:{base}")
-    opening = [{"role": "system", "content": "You run bash commands."},
-               {"role": "user", "content": "Count the lines of /app/input.txt into /app/count.txt."}]
+    opening = [
+        {"role": "system", "content": "You run bash commands."},
+        {"role": "user", "content": "Count the lines of /app/input.txt into /app/count.txt."},
+    ]
     prompt = policy.tokenize_chat(opening, add_generation_prompt=True)
     action = policy.tokenizer.encode(ACTION, add_special_tokens=False) + [min(policy.stop_ids)]
-    sample = Sample(tuple(prompt + action), tuple([0] * len(prompt) + [1] * len(action)),
-                    Provenance("count-lines", "xml-bash", "src", "replay"))
+    sample = Sample(
+        tuple(prompt + action),
+        tuple([0] * len(prompt) + [1] * len(action)),
+        Provenance("count-lines", "xml-bash", "src", "replay"),
+    )
     before = _logprob(policy, prompt, action)
     out = tmp_path_factory.mktemp("ckpt")
     steps = []
-    result = train_sft(base, [sample], out, SftConfig(epochs=12, learning_rate=2e-3, rank=8, seed=1),
-                       on_step=lambda step, loss, tokens: steps.append((step, loss)))
+    result = train_sft(
+        base,
+        [sample],
+        out,
+        SftConfig(epochs=12, learning_rate=2e-3, rank=8, seed=1),
+        on_step=lambda step, loss, tokens: steps.append((step, loss)),
+    )
     return base, sample, prompt, action, before, result, steps, out
 
 

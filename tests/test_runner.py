@@ -20,13 +20,19 @@ def test_concurrent_episodes_are_isolated_and_overlap(tmp_path: Path, store: Sto
     tasks = []
     for i in range(4):
         solve = f"sleep 1; ls -A /app > /tmp/seen; echo {i} > /app/mine"
-        test = ctrf_test(("only_own_files", "test ! -s /tmp/seen"),
-                         ("marker_written", f'test "$(cat /app/mine)" = {i}'))
+        test = ctrf_test(
+            ("only_own_files", "test ! -s /tmp/seen"), ("marker_written", f'test "$(cat /app/mine)" = {i}')
+        )
         tasks.append(load_task(write_task(tmp_path, f"iso-{i}", solve=solve, test=test)))
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
     t = time.monotonic()
-    run_id, results = runner.run([EpisodeJob(x, OracleAgent) for x in tasks], kind="eval",
-                                 agent_label="oracle", tasks_path=str(tmp_path), concurrency=4)
+    run_id, results = runner.run(
+        [EpisodeJob(x, OracleAgent) for x in tasks],
+        kind="eval",
+        agent_label="oracle",
+        tasks_path=str(tmp_path),
+        concurrency=4,
+    )
     elapsed = time.monotonic() - t
     assert [r.success for r in results] == [True] * 4, [r.checks for r in results]
     assert elapsed < 3.5, f"4 one-second episodes at concurrency 4 took {elapsed:.1f}s: they did not overlap"
@@ -34,15 +40,28 @@ def test_concurrent_episodes_are_isolated_and_overlap(tmp_path: Path, store: Sto
 
 
 def test_cancel_stops_live_sandboxes_and_marks_the_run(tmp_path: Path, store: Store):
-    task = load_task(write_task(tmp_path, "forever", solve="echo started; sleep 600",
-                                toml="[agent]\ntimeout_sec = 900\n"))
+    task = load_task(
+        write_task(tmp_path, "forever", solve="echo started; sleep 600", toml="[agent]\ntimeout_sec = 900\n")
+    )
     bus = EventBus()
     started = threading.Event()
     bus.subscribe(lambda e: started.set() if isinstance(e, SandboxOutput) and "started" in e.text else None)
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=bus)
     out: dict = {}
-    worker = threading.Thread(target=lambda: out.update(zip(("run_id", "results"), runner.run(
-        [EpisodeJob(task, OracleAgent)] * 3, kind="eval", agent_label="oracle", tasks_path="x", concurrency=2))))
+    worker = threading.Thread(
+        target=lambda: out.update(
+            zip(
+                ("run_id", "results"),
+                runner.run(
+                    [EpisodeJob(task, OracleAgent)] * 3,
+                    kind="eval",
+                    agent_label="oracle",
+                    tasks_path="x",
+                    concurrency=2,
+                ),
+            )
+        )
+    )
     worker.start()
     assert started.wait(20)
     t = time.monotonic()

@@ -18,7 +18,9 @@ from sandboxes.docker_sandbox import remove_orphans
 from tests.conftest import EXAMPLE_TASK, write_task
 
 pytestmark = pytest.mark.docker
-DOCKER = parse_config('[sandbox]\nbackend = "docker"\n[sandbox.docker.aliases]\n"ubuntu:24.04" = "trsi-tui/base:bookworm"\n')
+DOCKER = parse_config(
+    '[sandbox]\nbackend = "docker"\n[sandbox.docker.aliases]\n"ubuntu:24.04" = "trsi-tui/base:bookworm"\n'
+)
 
 
 @pytest.fixture
@@ -78,9 +80,13 @@ def test_stop_removes_the_container_and_orphans_are_cleaned():
     cid = sb._container.id  # noqa: SLF001
     sb.stop()
     assert not client().containers.list(all=True, filters={"id": cid})
-    orphan = client().containers.run("trsi-tui/base:bookworm", ["sleep", "60"], detach=True, network_mode="none",
-                                     labels={LABEL: "sandbox", "trsi-tui.owner-pid": "999999999",
-                                             "trsi-tui.owner-host": os.uname().nodename})
+    orphan = client().containers.run(
+        "trsi-tui/base:bookworm",
+        ["sleep", "60"],
+        detach=True,
+        network_mode="none",
+        labels={LABEL: "sandbox", "trsi-tui.owner-pid": "999999999", "trsi-tui.owner-host": os.uname().nodename},
+    )
     assert remove_orphans() >= 1
     assert not client().containers.list(all=True, filters={"id": orphan.id})
 
@@ -94,10 +100,13 @@ def test_example_task_oracle_and_nop():
 
 
 def test_background_forger_cannot_touch_the_verifier(tmp_path: Path):
-    forger = ("(while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; sleep 0.01; done)"
-              " >/dev/null 2>&1 &")
-    r = run_episode(load_task(write_task(tmp_path, "forger", solve=forger)), OracleAgent(), config=DOCKER,
-                    backend="docker")
+    forger = (
+        "(while true; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; sleep 0.01; done)"
+        " >/dev/null 2>&1 &"
+    )
+    r = run_episode(
+        load_task(write_task(tmp_path, "forger", solve=forger)), OracleAgent(), config=DOCKER, backend="docker"
+    )
     assert r.status == "completed" and not r.success and r.checks_total == 2
 
 

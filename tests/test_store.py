@@ -13,10 +13,21 @@ from engine.store import SCHEMA_VERSION, Store, StoreError
 
 def _result(run_id: str, episode_id: str = "e1", **kw) -> EpisodeResult:
     base = dict(
-        episode_id=episode_id, run_id=run_id, task="count-lines-1", split="train", agent="oracle",
-        backend="local", attempt=0, status="completed", success=True, checks_passed=2, checks_total=2,
-        reward=1.0, checks=(CheckResult("a", "passed"), CheckResult("b", "passed")),
-        steps=(AgentStep("bash /solution/solve.sh", "ok\n", 0, False, 0.01),), started_at="2026-01-01T00:00:00",
+        episode_id=episode_id,
+        run_id=run_id,
+        task="count-lines-1",
+        split="train",
+        agent="oracle",
+        backend="local",
+        attempt=0,
+        status="completed",
+        success=True,
+        checks_passed=2,
+        checks_total=2,
+        reward=1.0,
+        checks=(CheckResult("a", "passed"), CheckResult("b", "passed")),
+        steps=(AgentStep("bash /solution/solve.sh", "ok\n", 0, False, 0.01),),
+        started_at="2026-01-01T00:00:00",
     )
     base.update(kw)
     return EpisodeResult(**base)
@@ -31,8 +42,19 @@ def test_fresh_database_has_current_schema_and_wal(tmp_path: Path):
 def test_episode_round_trip(store: Store):
     run_id = store.runs.create("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
     store.runs.record_episode(_result(run_id))
-    store.runs.record_episode(_result(run_id, "e2", success=False, reward=None, status="verifier_error",
-                                 checks_passed=0, checks_total=0, checks=(), error="no results"))
+    store.runs.record_episode(
+        _result(
+            run_id,
+            "e2",
+            success=False,
+            reward=None,
+            status="verifier_error",
+            checks_passed=0,
+            checks_total=0,
+            checks=(),
+            error="no results",
+        )
+    )
     store.runs.finish(run_id, "finished", {"success_rate": 1.0, "episodes": 2})
     eps = store.runs.episodes(run_id)
     assert [(e.id, e.success, e.reward) for e in eps] == [("e1", True, 1.0), ("e2", False, None)]
@@ -99,8 +121,19 @@ def test_an_older_database_is_migrated_in_place(tmp_path: Path):
     MIGRATIONS[0](db)  # a database as schema v1 left it, with data
     db["meta"].insert({"key": "schema_version", "value": "1"})
     db["runs"].insert({"id": "old-run", "kind": "eval", "status": "finished", "summary": "{}"})
-    db["episodes"].insert({"id": "old-ep", "run_id": "old-run", "task": "t", "success": 1, "checks_passed": 1,
-                           "checks_total": 1, "reward": 1.0, "started_at": "x", "duration_s": 1.0})
+    db["episodes"].insert(
+        {
+            "id": "old-ep",
+            "run_id": "old-run",
+            "task": "t",
+            "success": 1,
+            "checks_passed": 1,
+            "checks_total": 1,
+            "reward": 1.0,
+            "started_at": "x",
+            "duration_s": 1.0,
+        }
+    )
     db.conn.close()
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION
@@ -116,8 +149,13 @@ def test_runbook_queue_round_trip_keeps_the_original_beside_an_edit(tmp_path: Pa
 
     store = Store(tmp_path / "db.sqlite")
     draft = RunbookDraft(
-        task="count-lines", round=1, source_episode_id="ep-1", text="# Goal\n1. run `wc -l`", harness="xml-bash",
-        leak=LeakReport(0.0), verdict=ReviewVerdict(True, True, False, True, ("steps are concrete",)),
+        task="count-lines",
+        round=1,
+        source_episode_id="ep-1",
+        text="# Goal\n1. run `wc -l`",
+        harness="xml-bash",
+        leak=LeakReport(0.0),
+        verdict=ReviewVerdict(True, True, False, True, ("steps are concrete",)),
     )
     rid = store.runbooks.add(draft)
     assert [r.id for r in store.runbooks.list(status="pending")] == [rid]
@@ -158,12 +196,14 @@ def test_a_database_written_by_schema_v5_migrates_and_keeps_everything(tmp_path:
     assert len(store.runs.list()) == 2 and len(store.runs.episodes()) == 11
     assert store.rsr.jobs(1, "explore") == {"count-lines-1/xml-bash/0": (episode.id, True)}
     assert store.rsr.jobs(1, "replay") == {"rb-1/0": (episode.id, False)}
-    assert store.rpr.jobs(1, 1) == {"copy-file-1/0": episode.id} and store.rpr.jobs(1, 2) == {"copy-file-1/0": episode.id}
-    assert store.stages.jobs("Base") == {"count-lines-3/0": episode.id}
+    assert store.rpr.jobs(1, 1) == {"copy-file-1/0": episode.id} and store.rpr.jobs(1, 2) == {
+        "copy-file-1/0": episode.id
+    }
+    assert {k: j.episode_id for k, j in store.jobs.finished("stage/Base").items()} == {"count-lines-3/0": episode.id}
     assert store.rsr.round(1).stage == "replay" and store.rpr.run(1).iteration == 2
     assert [s.ids for s in store.rsr.samples(1)] == [(1, 2, 3)]
     assert len(store.runbooks.list()) == 3 and store.stages.all()["Base"].pass_at_1 == 0.5
     assert len(store.metrics.points("20261129-130000-sft001", "sft/loss")) == 40
     # New work goes to the merged table and reads back through the same calls.
-    store.rsr.job_done(1, "explore", "k2", episode.run_id, episode.id, False)
+    store.jobs.done("rsr/1/explore", "k2", episode.run_id, episode.id, False)
     assert len(store.rsr.jobs(1, "explore")) == 2

@@ -46,8 +46,9 @@ def test_every_builtin_verifier_carries_the_canary():
 
 
 def test_committed_suite_matches_the_generator():
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "assets" / "generate.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "assets" / "generate.py"), "--check"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

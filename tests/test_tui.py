@@ -188,9 +188,16 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
         assert "RPR rollouts" in app.screen.reward_title and "6 round" in app.screen.reward_title
 
         def pipeline_thread():  # what the pipeline does from its worker thread
-            rec = StageRecord("RSR-1", "done", checkpoint="bundled:smollm2-135m+lora=/ck/rsr-1/adapter.gguf",
-                              parent="bundled:smollm2-135m", pass_at_1=0.125, ci_low=0.0, ci_high=0.25,
-                              detail="16 eval episodes")
+            rec = StageRecord(
+                "RSR-1",
+                "done",
+                checkpoint="bundled:smollm2-135m+lora=/ck/rsr-1/adapter.gguf",
+                parent="bundled:smollm2-135m",
+                pass_at_1=0.125,
+                ci_low=0.0,
+                ci_high=0.25,
+                detail="16 eval episodes",
+            )
             store.stages.put(rec)
             engine.bus.emit(PipelineProgress("RSR-1", "done", rec.detail))
             store.stages.put(replace(rec, name="RPR-1", status="running", detail="training"))
@@ -269,8 +276,12 @@ async def test_eight_panes_streaming_flat_out_are_batched_to_at_most_60_redraws_
         for t in threads:
             while t.is_alive():
                 await pilot.pause(0.01)
-        await wait_until(pilot, lambda: all(f"ep{i}" in app.live.panes and app.live.panes[f"ep{i}"].buffer.line_count
-                                            == 1500 for i in range(8)))
+        await wait_until(
+            pilot,
+            lambda: all(
+                f"ep{i}" in app.live.panes and app.live.panes[f"ep{i}"].buffer.line_count == 1500 for i in range(8)
+            ),
+        )
         elapsed = time.monotonic() - t0
         await pilot.pause()
         assert len(flushes) <= 60 * elapsed + 5
@@ -289,7 +300,7 @@ async def test_keymap_from_config_remaps_a_binding_and_unknown_ids_are_reported(
         await pilot.press("c")
         assert isinstance(app.screen, CurvesScreen)
         assert app.keymap_errors == ["no.such.binding"]
-        assert any("no.such.binding" in n.message for n in app._notifications)
+        assert any("no.such.binding" in n.message for n in app._notifications)  # noqa: SLF001 - Textual keeps shown notifications private
 
 
 async def test_help_lists_bindings_with_ids_and_the_palette_jumps_to_screens(tmp_path: Path):
@@ -309,14 +320,17 @@ async def test_help_lists_bindings_with_ids_and_the_palette_jumps_to_screens(tmp
         assert isinstance(app.screen, RunbooksScreen)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("plain\n", ["plain"]),
-    ("10%\r50%\r100%\n", ["100%"]),
-    ("abcdef\rXY\n", ["XYcdef"]),
-    ("abcdef\rXY\x1b[K\n", ["XY"]),
-    ("tab\there\n", ["tab     here"]),
-    ("a\r\nb\n", ["a", "b"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plain\n", ["plain"]),
+        ("10%\r50%\r100%\n", ["100%"]),
+        ("abcdef\rXY\n", ["XYcdef"]),
+        ("abcdef\rXY\x1b[K\n", ["XY"]),
+        ("tab\there\n", ["tab     here"]),
+        ("a\r\nb\n", ["a", "b"]),
+    ],
+)
 def test_terminal_buffer_handles_carriage_returns_and_erase(text: str, expected: list[str]):
     from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 
@@ -343,10 +357,10 @@ def test_terminal_buffer_keeps_colours_across_split_escape_sequences_and_trims()
 async def test_output_that_overtakes_its_episode_started_message_is_not_lost(tmp_path: Path):
     app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(140, 40)) as pilot:
-        app._on_bus_event(EpisodeStarted("r", "a", "task-a", "oracle"))
-        app._on_bus_event(SandboxOutput("a", "agent", "output", "from a\n"))  # wakes the UI: drains before "b" exists
-        app._on_bus_event(EpisodeStarted("r", "b", "task-b", "oracle"))
-        app._on_bus_event(SandboxOutput("b", "agent", "output", "from b\n"))
+        app._on_bus_event(EpisodeStarted("r", "a", "task-a", "oracle"))  # noqa: SLF001 - the app's bus listener, called as the bus would
+        app._on_bus_event(SandboxOutput("a", "agent", "output", "from a\n"))  # wakes the UI: drains before "b" exists  # noqa: SLF001 - the app's bus listener, called as the bus would
+        app._on_bus_event(EpisodeStarted("r", "b", "task-b", "oracle"))  # noqa: SLF001 - the app's bus listener, called as the bus would
+        app._on_bus_event(SandboxOutput("b", "agent", "output", "from b\n"))  # noqa: SLF001 - the app's bus listener, called as the bus would
         await pilot.pause(0.1)
         assert app.live.panes["a"].buffer.plain_lines() == ["from a"]
         assert app.live.panes["b"].buffer.plain_lines() == ["from b"]

@@ -24,25 +24,31 @@ from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 # What a confused or hostile model writes: a multi-line command, carriage returns, a screen clear,
 # cursor moves, an OSC window title, an OSC 52 clipboard write, a one-byte CSI, BEL, a lone
 # surrogate from undecodable bytes, and markup that Rich would otherwise interpret.
-HOSTILE_COMMAND = ("cat > /app/x.sh <<'EOF'\necho one\r\necho two\x1b[2J\x1b[H\nEOF\n"
-                   "\x1b]0;pwned-title\x07\x1b]52;c;cGF5bG9hZA==\x07\x9b31mbash /app/x.sh [bold]x[/bold]")
-HOSTILE_OUTPUT = ("one\ntwo\x1b[2J\x1b[10;10Hmoved\r\n\x1b]0;other-title\x1b\\tail \udcff\x07\x08end\n"
-                  "\x1b[31mred\x1b[0m ok\n")
+HOSTILE_COMMAND = (
+    "cat > /app/x.sh <<'EOF'\necho one\r\necho two\x1b[2J\x1b[H\nEOF\n"
+    "\x1b]0;pwned-title\x07\x1b]52;c;cGF5bG9hZA==\x07\x9b31mbash /app/x.sh [bold]x[/bold]"
+)
+HOSTILE_OUTPUT = (
+    "one\ntwo\x1b[2J\x1b[10;10Hmoved\r\n\x1b]0;other-title\x1b\\tail \udcff\x07\x08end\n\x1b[31mred\x1b[0m ok\n"
+)
 # Anything but printable text, newline and tab.
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a\x1b[2Jb", "ab"),
-    ("x\x1b]0;title\x07y", "xy"),
-    ("x\x1b]52;c;Zm9v\x1b\\y", "xy"),
-    ("x\x1bPdevice\x1b\\y", "xy"),
-    ("\x9b31mred", "31mred"),  # the one-byte CSI itself is gone; what follows is plain text
-    ("a\r\nb\rc", "a\nb\nc"),
-    ("tab\there", "tab     here"),
-    ("bad \udcff byte", "bad  byte"),
-    ("cut \x1b]0;no terminator", "cut "),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a\x1b[2Jb", "ab"),
+        ("x\x1b]0;title\x07y", "xy"),
+        ("x\x1b]52;c;Zm9v\x1b\\y", "xy"),
+        ("x\x1bPdevice\x1b\\y", "xy"),
+        ("\x9b31mred", "31mred"),  # the one-byte CSI itself is gone; what follows is plain text
+        ("a\r\nb\rc", "a\nb\nc"),
+        ("tab\there", "tab     here"),
+        ("bad \udcff byte", "bad  byte"),
+        ("cut \x1b]0;no terminator", "cut "),
+    ],
+)
 def test_printable_keeps_text_and_drops_every_control(text: str, expected: str):
     assert printable(text) == expected
 
@@ -76,7 +82,7 @@ async def test_hostile_commands_and_output_render_as_plain_wrapped_lines(tmp_pat
     app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("2")
-        emit = app._on_bus_event
+        emit = app._on_bus_event  # noqa: SLF001 - the app's bus listener, called as the bus would
         emit(RunStarted("r", "eval", 2))
         for ep in ("a", "b"):
             emit(EpisodeStarted("r", ep, f"task-{ep}", "model"))
@@ -88,8 +94,13 @@ async def test_hostile_commands_and_output_render_as_plain_wrapped_lines(tmp_pat
         for pane in panes:
             lines = pane.pane.buffer.plain_lines()
             # The multi-line command is several lines of the pane, the first with the prompt.
-            assert lines[:5] == ["$ cat > /app/x.sh <<'EOF'", "  echo one", "  echo two", "  EOF",
-                                 "  31mbash /app/x.sh [bold]x[/bold]"]
+            assert lines[:5] == [
+                "$ cat > /app/x.sh <<'EOF'",
+                "  echo one",
+                "  echo two",
+                "  EOF",
+                "  31mbash /app/x.sh [bold]x[/bold]",
+            ]
             assert lines[5:] == ["one", "twomoved", "tail end", "red ok"]
             shown = _pane_text(pane)
             assert not any(UNSAFE.search(line) for line in shown)
@@ -105,11 +116,30 @@ async def test_a_stored_hostile_trajectory_renders_as_plain_text(tmp_path: Path)
     stored_output = HOSTILE_OUTPUT.replace("\udcff", "\ufffd")
     store = Store(tmp_path / "db.sqlite")
     store.runs.create("eval", backend="local", agent="model", tasks_path="", total=1, config={}, run_id="hostile")
-    step = AgentStep(HOSTILE_COMMAND, stored_output, 0, False, 0.01, action_text="```bash\n" + HOSTILE_COMMAND + "\n```",
-                     parse_error="bad \x1b[2J reply", token_ids=(1, 2), prompt_tokens=10, generation_s=0.1)
-    store.runs.record_episode(_episode("hostile", 0, "task-x", "model", success=False,
-                                  checks=_checks(("name\x1b]0;t\x07[red]", False)), steps=(step,),
-                                  error="died \x1b[2J here"))
+    step = AgentStep(
+        HOSTILE_COMMAND,
+        stored_output,
+        0,
+        False,
+        0.01,
+        action_text="```bash\n" + HOSTILE_COMMAND + "\n```",
+        parse_error="bad \x1b[2J reply",
+        token_ids=(1, 2),
+        prompt_tokens=10,
+        generation_s=0.1,
+    )
+    store.runs.record_episode(
+        _episode(
+            "hostile",
+            0,
+            "task-x",
+            "model",
+            success=False,
+            checks=_checks(("name\x1b]0;t\x07[red]", False)),
+            steps=(step,),
+            error="died \x1b[2J here",
+        )
+    )
     store.runs.finish("hostile", "finished", {"episodes": 1})
     app = create_app(Engine(Config(), store))
     async with app.run_test(size=(120, 40)) as pilot:

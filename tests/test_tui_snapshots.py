@@ -27,13 +27,17 @@ def app(tmp_path: Path):
 
 def feed_live_episodes(app) -> None:
     """Three episodes through the app's real event path: ANSI colour, a progress line, a verdict."""
-    emit = app._on_bus_event
+    emit = app._on_bus_event  # noqa: SLF001 - the app's bus listener, called as the bus would
     emit(RunStarted("live01", "eval", 3))
     for i, task in enumerate(["count-lines-1", "copy-file-1", "sort-unique-1"]):
         emit(EpisodeStarted("live01", f"live01-{i}", task, "model"))
         emit(EpisodePhase(f"live01-{i}", "agent"))
         emit(SandboxOutput(f"live01-{i}", "agent", "command", "ls --color=always /app"))
-        emit(SandboxOutput(f"live01-{i}", "agent", "output", "\x1b[01;34mdata\x1b[0m  input.txt  \x1b[01;32mrun.sh\x1b[0m\n"))
+        emit(
+            SandboxOutput(
+                f"live01-{i}", "agent", "output", "\x1b[01;34mdata\x1b[0m  input.txt  \x1b[01;32mrun.sh\x1b[0m\n"
+            )
+        )
         emit(SandboxOutput(f"live01-{i}", "agent", "command", "pip download tool"))
         emit(SandboxOutput(f"live01-{i}", "agent", "output", "progress  10%\rprogress  55%\rprogress 100%\n"))
     result = _episode("live01", 0, "count-lines-1", "model", success=True, checks=_checks(("a", True), ("b", True)))
@@ -42,6 +46,7 @@ def feed_live_episodes(app) -> None:
 
 def keys(*pressed: str):
     """A run_before that presses keys once the screens' store reads have landed, and settles again."""
+
     async def run_before(pilot) -> None:
         await settle(pilot)
         for key in pressed:
@@ -116,7 +121,7 @@ def test_sandboxes_hostile_text(snap_compare, app):
 
     async def run_before(pilot) -> None:
         await pilot.press("2")
-        emit = pilot.app._on_bus_event
+        emit = pilot.app._on_bus_event  # noqa: SLF001 - the app's bus listener, called as the bus would
         emit(RunStarted("hostile", "eval", 2))
         for i in range(2):
             emit(EpisodeStarted("hostile", f"hostile-{i}", f"task-{i}", "model"))

@@ -38,8 +38,13 @@ JUNIT = """<?xml version="1.0"?>
 
 
 def test_ctrf_checks():
-    text = json.dumps({"results": {"tests": [{"name": "a", "status": "passed"},
-                                             {"name": "b", "status": "failed", "message": "nope"}]}})
+    text = json.dumps(
+        {
+            "results": {
+                "tests": [{"name": "a", "status": "passed"}, {"name": "b", "status": "failed", "message": "nope"}]
+            }
+        }
+    )
     checks = parse_ctrf(text)
     assert [(c.name, c.status) for c in checks] == [("a", "passed"), ("b", "failed")]
     assert checks[1].message == "nope"
@@ -55,8 +60,10 @@ def test_ctrf_garbage_is_a_parse_error():
 def test_junit_checks_count_skips_as_not_passed():
     checks = parse_junit(JUNIT)
     assert [(c.name, c.status) for c in checks] == [
-        ("tests.test_a::test_ok", "passed"), ("tests.test_a::test_bad", "failed"),
-        ("tests.test_a::test_skip", "skipped")]
+        ("tests.test_a::test_ok", "passed"),
+        ("tests.test_a::test_bad", "failed"),
+        ("tests.test_a::test_skip", "skipped"),
+    ]
     assert sum(c.passed for c in checks) == 1
 
 

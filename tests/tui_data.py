@@ -44,77 +44,214 @@ def _checks(*pairs: tuple[str, bool]) -> tuple[CheckResult, ...]:
     return tuple(CheckResult(name, "passed" if ok else "failed") for name, ok in pairs)
 
 
-def _episode(run_id: str, index: int, task: str, agent: str, *, success: bool, checks: tuple[CheckResult, ...],
-             steps: tuple[AgentStep, ...] = (), reward: float | None = None, status: str = "completed",
-             failure_mode: str = "", error: str = "", stop_reason: str = "", split: str = "train") -> EpisodeResult:
+def _episode(
+    run_id: str,
+    index: int,
+    task: str,
+    agent: str,
+    *,
+    success: bool,
+    checks: tuple[CheckResult, ...],
+    steps: tuple[AgentStep, ...] = (),
+    reward: float | None = None,
+    status: str = "completed",
+    failure_mode: str = "",
+    error: str = "",
+    stop_reason: str = "",
+    split: str = "train",
+) -> EpisodeResult:
     passed = sum(c.status == "passed" for c in checks)
     if reward is None and status != "infra_error":
         reward = 1.0 if success else 0.5 * passed / max(1, len(checks))
     return EpisodeResult(
-        episode_id=f"{run_id}-{index:04d}", run_id=run_id, task=task, split=split, agent=agent, backend="local",
-        attempt=0, status=status, success=success, checks_passed=passed, checks_total=len(checks), reward=reward,
-        failure_mode=failure_mode, error=error, checks=checks, steps=steps,
-        started_at=f"2026-11-29T12:00:{index:02d}+00:00", duration_s=1.5 + index / 10, stop_reason=stop_reason,
+        episode_id=f"{run_id}-{index:04d}",
+        run_id=run_id,
+        task=task,
+        split=split,
+        agent=agent,
+        backend="local",
+        attempt=0,
+        status=status,
+        success=success,
+        checks_passed=passed,
+        checks_total=len(checks),
+        reward=reward,
+        failure_mode=failure_mode,
+        error=error,
+        checks=checks,
+        steps=steps,
+        started_at=f"2026-11-29T12:00:{index:02d}+00:00",
+        duration_s=1.5 + index / 10,
+        stop_reason=stop_reason,
     )
 
 
 def model_steps() -> tuple[AgentStep, ...]:
     return (
-        AgentStep("ls -la /app", "total 8\n-rw-r--r-- 1 root root 31 Nov 29 12:00 input.txt\n", 0, False, 0.01,
-                  action_text="<bash>ls -la /app</bash>", token_ids=(1, 2, 3, 4, 5), prompt_tokens=412,
-                  generation_s=0.42),
-        AgentStep("", "Your reply had no <bash> block. Reply with one command in <bash>...</bash>.", None, False,
-                  0.0, action_text="I will now count the lines of the file.", token_ids=(6, 7, 8),
-                  prompt_tokens=470, parse_error="no <bash>...</bash> block in the reply", generation_s=0.31),
-        AgentStep("wc -l < /app/input.txt > /app/count.txt", "", 0, False, 0.01,
-                  action_text="<bash>wc -l < /app/input.txt > /app/count.txt</bash>", token_ids=(9, 10, 11, 12),
-                  prompt_tokens=530, generation_s=0.38),
-        AgentStep("cat /app/count.txt", "5\n", 0, False, 0.01, action_text="<bash>cat /app/count.txt</bash>",
-                  token_ids=(13, 14), prompt_tokens=560, generation_s=0.2),
+        AgentStep(
+            "ls -la /app",
+            "total 8\n-rw-r--r-- 1 root root 31 Nov 29 12:00 input.txt\n",
+            0,
+            False,
+            0.01,
+            action_text="<bash>ls -la /app</bash>",
+            token_ids=(1, 2, 3, 4, 5),
+            prompt_tokens=412,
+            generation_s=0.42,
+        ),
+        AgentStep(
+            "",
+            "Your reply had no <bash> block. Reply with one command in <bash>...</bash>.",
+            None,
+            False,
+            0.0,
+            action_text="I will now count the lines of the file.",
+            token_ids=(6, 7, 8),
+            prompt_tokens=470,
+            parse_error="no <bash>...</bash> block in the reply",
+            generation_s=0.31,
+        ),
+        AgentStep(
+            "wc -l < /app/input.txt > /app/count.txt",
+            "",
+            0,
+            False,
+            0.01,
+            action_text="<bash>wc -l < /app/input.txt > /app/count.txt</bash>",
+            token_ids=(9, 10, 11, 12),
+            prompt_tokens=530,
+            generation_s=0.38,
+        ),
+        AgentStep(
+            "cat /app/count.txt",
+            "5\n",
+            0,
+            False,
+            0.01,
+            action_text="<bash>cat /app/count.txt</bash>",
+            token_ids=(13, 14),
+            prompt_tokens=560,
+            generation_s=0.2,
+        ),
     )
 
 
 def build_store(path: Path) -> Store:
     store = Store(path)
-    store.runs.create("tasks-check", backend="local", agent="oracle+nop", tasks_path="", total=4, config={},
-                     run_id=CHECK_RUN)
-    for i, (task, agent, ok) in enumerate([("count-lines-1", "oracle", True), ("count-lines-1", "nop", False),
-                                           ("copy-file-1", "oracle", True), ("copy-file-1", "nop", False)]):
-        names = ("output_exists", "count_is_32", "input_unchanged") if task.startswith("count") else (
-            "copy_exists", "copy_identical", "original_kept")
+    store.runs.create(
+        "tasks-check", backend="local", agent="oracle+nop", tasks_path="", total=4, config={}, run_id=CHECK_RUN
+    )
+    for i, (task, agent, ok) in enumerate(
+        [
+            ("count-lines-1", "oracle", True),
+            ("count-lines-1", "nop", False),
+            ("copy-file-1", "oracle", True),
+            ("copy-file-1", "nop", False),
+        ]
+    ):
+        names = (
+            ("output_exists", "count_is_32", "input_unchanged")
+            if task.startswith("count")
+            else ("copy_exists", "copy_identical", "original_kept")
+        )
         results = [(n, ok or n in ("input_unchanged", "original_kept")) for n in names]
         store.runs.record_episode(_episode(CHECK_RUN, i, task, agent, success=ok, checks=_checks(*results)))
     store.runs.finish(CHECK_RUN, "finished", {"success_rate": 0.5, "episodes": 4})
 
     store.runs.create("eval", backend="local", agent="model", tasks_path="", total=6, config={}, run_id=EVAL_RUN)
-    outcomes = [("count-lines-1", True), ("count-lines-2", False), ("copy-file-1", True),
-                ("copy-file-2", False), ("count-lines-1", True), ("copy-file-1", False)]
+    outcomes = [
+        ("count-lines-1", True),
+        ("count-lines-2", False),
+        ("copy-file-1", True),
+        ("copy-file-2", False),
+        ("count-lines-1", True),
+        ("copy-file-1", False),
+    ]
     for i, (task, ok) in enumerate(outcomes):
         checks = _checks(("a", ok), ("b", ok or i % 2 == 1), ("c", True))
-        store.runs.record_episode(_episode(EVAL_RUN, i, task, "model", success=ok, checks=checks, steps=model_steps(),
-                                      stop_reason="done" if ok else "turn_limit", split="eval"))
-    store.runs.record_episode(_episode(EVAL_RUN, 6, "copy-file-2", "model", success=False, checks=(),
-                                  status="infra_error", failure_mode="sandbox_error",
-                                  error="sandbox died: killed from outside", split="eval"))
-    store.runs.finish(EVAL_RUN, "finished", {"success_rate": 0.5, "episodes": 7, "pass_at_1": 0.5,
-                                            "ci95": [0.25, 0.75]})
+        store.runs.record_episode(
+            _episode(
+                EVAL_RUN,
+                i,
+                task,
+                "model",
+                success=ok,
+                checks=checks,
+                steps=model_steps(),
+                stop_reason="done" if ok else "turn_limit",
+                split="eval",
+            )
+        )
+    store.runs.record_episode(
+        _episode(
+            EVAL_RUN,
+            6,
+            "copy-file-2",
+            "model",
+            success=False,
+            checks=(),
+            status="infra_error",
+            failure_mode="sandbox_error",
+            error="sandbox died: killed from outside",
+            split="eval",
+        )
+    )
+    store.runs.finish(
+        EVAL_RUN, "finished", {"success_rate": 0.5, "episodes": 7, "pass_at_1": 0.5, "ci95": [0.25, 0.75]}
+    )
 
-    store.metrics.log([MetricPoint(SFT_RUN, "RSR-1", "sft/loss", s, 2.4 * 0.93 ** s + 0.3) for s in range(40)])
-    store.stages.put(StageRecord("Base", "done", checkpoint="bundled:smollm2-135m", eval_run_id=EVAL_RUN,
-                                pass_at_1=0.5, ci_low=0.25, ci_high=0.75, updated_at="2026-11-29T12:10:00+00:00"))
-    store.stages.put(StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00",
-                                detail="training"))
-    rpr = [("rpr/reward", [0.10, 0.12, 0.11, 0.14, 0.18, 0.21]), ("rpr/success", [0.0, 0.0, 0.0, 0.25, 0.25, 0.5]),
-           ("ppo/value_loss", [0.040, 0.021, 0.012, 0.009, 0.010, 0.008])]
-    store.metrics.log([MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)])
+    store.metrics.log([MetricPoint(SFT_RUN, "RSR-1", "sft/loss", s, 2.4 * 0.93**s + 0.3) for s in range(40)])
+    store.stages.put(
+        StageRecord(
+            "Base",
+            "done",
+            checkpoint="bundled:smollm2-135m",
+            eval_run_id=EVAL_RUN,
+            pass_at_1=0.5,
+            ci_low=0.25,
+            ci_high=0.75,
+            updated_at="2026-11-29T12:10:00+00:00",
+        )
+    )
+    store.stages.put(
+        StageRecord("RSR-1", "running", parent="Base", updated_at="2026-11-29T13:00:00+00:00", detail="training")
+    )
+    rpr = [
+        ("rpr/reward", [0.10, 0.12, 0.11, 0.14, 0.18, 0.21]),
+        ("rpr/success", [0.0, 0.0, 0.0, 0.25, 0.25, 0.5]),
+        ("ppo/value_loss", [0.040, 0.021, 0.012, 0.009, 0.010, 0.008]),
+    ]
+    store.metrics.log(
+        [MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)]
+    )
 
-    clean = RunbookDraft("count-lines-1", 1, f"{EVAL_RUN}-0000", CLEAN_RUNBOOK_TEXT, "xml-bash", LeakReport(0.02),
-                         ReviewVerdict(True, True, False, True, ("numbered steps with commands", "names /app/count.txt")))
-    leaky = RunbookDraft("count-lines-1", 1, f"{EVAL_RUN}-0004", LEAKY_RUNBOOK_TEXT, "xml-bash",
-                         LeakReport(0.61, ('test "$(tr -d "[:space:]" < /app/count.txt)" = 5',)),
-                         ReviewVerdict(False, True, True, False, ("quotes a verifier check", "no preconditions")))
-    done = RunbookDraft("copy-file-1", 1, f"{EVAL_RUN}-0002", "# Goal\nCopy the file.\n\n## Steps\n1. `cp a b`\n",
-                        "xml-bash", LeakReport(0.0), ReviewVerdict(True, True, False, True, ("fine",)))
+    clean = RunbookDraft(
+        "count-lines-1",
+        1,
+        f"{EVAL_RUN}-0000",
+        CLEAN_RUNBOOK_TEXT,
+        "xml-bash",
+        LeakReport(0.02),
+        ReviewVerdict(True, True, False, True, ("numbered steps with commands", "names /app/count.txt")),
+    )
+    leaky = RunbookDraft(
+        "count-lines-1",
+        1,
+        f"{EVAL_RUN}-0004",
+        LEAKY_RUNBOOK_TEXT,
+        "xml-bash",
+        LeakReport(0.61, ('test "$(tr -d "[:space:]" < /app/count.txt)" = 5',)),
+        ReviewVerdict(False, True, True, False, ("quotes a verifier check", "no preconditions")),
+    )
+    done = RunbookDraft(
+        "copy-file-1",
+        1,
+        f"{EVAL_RUN}-0002",
+        "# Goal\nCopy the file.\n\n## Steps\n1. `cp a b`\n",
+        "xml-bash",
+        LeakReport(0.0),
+        ReviewVerdict(True, True, False, True, ("fine",)),
+    )
     store.runbooks.add(clean)
     store.runbooks.add(leaky)
     store.runbooks.add(done, status="approved", decided_by="auto")

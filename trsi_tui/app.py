@@ -103,8 +103,11 @@ class TrsiApp(App):
     def on_mount(self) -> None:
         self._unsubscribe = self.engine.bus.subscribe(self._on_bus_event)
         if self.keymap_errors:
-            self.notify("Unknown binding id(s) in [tui.keymap]: " + ", ".join(self.keymap_errors)
-                        + ". Press ? for the list.", severity="warning", timeout=10)
+            self.notify(
+                "Unknown binding id(s) in [tui.keymap]: " + ", ".join(self.keymap_errors) + ". Press ? for the list.",
+                severity="warning",
+                timeout=10,
+            )
         if self._pipeline_on_mount is not None:
             self.start_pipeline(**self._pipeline_on_mount)
 
@@ -157,8 +160,19 @@ class TrsiApp(App):
                 self.live.panes[event.episode_id].write(*chunk)
             while len(self._early_output) > 64:  # output of episodes never announced: drop the oldest
                 self._early_output.pop(next(iter(self._early_output)))
-        structural = isinstance(event, (EpisodeStarted, EpisodeFinished, RunStarted, RunFinished, RsrProgress,
-                                        RunbookDrafted, RprProgress, PipelineProgress))
+        structural = isinstance(
+            event,
+            (
+                EpisodeStarted,
+                EpisodeFinished,
+                RunStarted,
+                RunFinished,
+                RsrProgress,
+                RunbookDrafted,
+                RprProgress,
+                PipelineProgress,
+            ),
+        )
         self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
 
     # -- running work ------------------------------------------------------------------------
@@ -174,20 +188,31 @@ class TrsiApp(App):
 
     def start_rsr(self, request: RsrRequest) -> bool:
         """Run (or resume) an RSR round in the background; its episodes stream to the Sandboxes screen."""
+
         def job() -> str:
-            report = self.engine.rsr_round(request.round, model=request.model, tasks=request.tasks,
-                                           backend=request.backend, concurrency=request.concurrency,
-                                           approval=request.approval, attempts=request.attempts)
-            return (f"RSR round {report.round} done: {report.samples} sample(s), "
-                    f"checkpoint {report.checkpoint or 'none'}")
+            report = self.engine.rsr_round(
+                request.round,
+                model=request.model,
+                tasks=request.tasks,
+                backend=request.backend,
+                concurrency=request.concurrency,
+                approval=request.approval,
+                attempts=request.attempts,
+            )
+            return (
+                f"RSR round {report.round} done: {report.samples} sample(s), checkpoint {report.checkpoint or 'none'}"
+            )
+
         return self._start(job)
 
     def start_pipeline(self, **kwargs) -> bool:
         """Run (or resume) the pipeline in the background; the dashboard's stage table fills in live."""
+
         def job() -> str:
             stages = self.engine.pipeline(**kwargs)
             done = [s for s in stages.values() if s.status == "done"]
             return f"Pipeline: {len(done)} stage(s) done"
+
         return self._start(job, mode="dashboard")
 
     def start_check(self, tasks: str, task: str) -> bool:
@@ -258,8 +283,11 @@ class TrsiApp(App):
             self.exit()
             return
         self.push_screen(
-            ConfirmScreen("Work is still running. Stop it (its sandboxes are shut down) and quit?",
-                          yes="Stop and quit", no="Keep running"),
+            ConfirmScreen(
+                "Work is still running. Stop it (its sandboxes are shut down) and quit?",
+                yes="Stop and quit",
+                no="Keep running",
+            ),
             self._quit_confirmed,
         )
 
@@ -270,8 +298,11 @@ class TrsiApp(App):
 
     # -- navigation and help ------------------------------------------------------------------
     def action_help(self) -> None:
-        rows = [(b.binding.key_display or self.get_key_display(b.binding), b.binding.id or "", b.binding.description)
-                for b in self.active_bindings.values() if b.binding.description]
+        rows = [
+            (b.binding.key_display or self.get_key_display(b.binding), b.binding.id or "", b.binding.description)
+            for b in self.active_bindings.values()
+            if b.binding.description
+        ]
         rows.sort(key=lambda row: not row[1])  # ours (remappable, with ids) first, then widget keys
         self.push_screen(HelpScreen(rows))
 
@@ -285,8 +316,15 @@ class TrsiApp(App):
 def all_binding_ids() -> set[str]:
     from trsi_tui.screens.trajectory import TrajectoryScreen
 
-    classes = [TrsiApp, *SCREENS_BY_MODE.values(), TrajectoryScreen, StartRunScreen, StartRsrScreen, HelpScreen,
-               ConfirmScreen]
+    classes = [
+        TrsiApp,
+        *SCREENS_BY_MODE.values(),
+        TrajectoryScreen,
+        StartRunScreen,
+        StartRsrScreen,
+        HelpScreen,
+        ConfirmScreen,
+    ]
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 
@@ -296,4 +334,3 @@ def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
 
 def create_app(engine: Engine, start_pipeline: dict | None = None) -> TrsiApp:
     return TrsiApp(engine, start_pipeline)
-

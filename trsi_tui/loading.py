@@ -61,3 +61,18 @@ class StoreLoader:
             self.notify(message.error, title="Could not read the store", severity="error")
             return
         getattr(self, f"show_{message.key}")(message.data)
+
+
+class LiveStoreView(StoreLoader):
+    """A screen that shows what the store holds: it re-reads (`action_refresh`) when it comes back
+    to the front and whenever live work changes what the store holds."""
+
+    def action_refresh(self) -> None:
+        raise NotImplementedError
+
+    def on_screen_resume(self) -> None:
+        self.action_refresh()
+
+    def on_live_changed(self, message) -> None:  # by name: @on does not register on a mixin
+        if message.structural:  # episodes appeared or finished, a stage moved: not just new output
+            self.action_refresh()

@@ -23,8 +23,9 @@ def short_checkpoint(checkpoint: str) -> str:
 STAGE_COLUMNS = ("stage", "status", "pass@1 [95% CI]", "checkpoint", "detail")
 
 
-def stage_rows(stages: dict[str, StageRecord], *, missing: str = "pending", short: bool = False,
-               ) -> list[tuple[str, str, str, str, str]]:
+def stage_rows(
+    stages: dict[str, StageRecord], *, missing: str = "pending", short: bool = False
+) -> list[tuple[str, str, str, str, str]]:
     """One row per pipeline stage, in pipeline order, for STAGE_COLUMNS."""
     rows = []
     for name in PIPELINE_STAGES:
@@ -44,8 +45,16 @@ def run_row(r: RunRecord) -> tuple[str, ...]:
     """One stored run for RUN_COLUMNS."""
     s = r.summary
     low, high = (s.get("ci95") or (None, None))[:2]
-    return (r.id, r.kind, r.agent, r.status, str(s.get("episodes", r.total)), success_rate(r.success_rate),
-            interval_text(s.get("pass_at_1"), low, high), r.created_at.replace("T", " ")[:19])
+    return (
+        r.id,
+        r.kind,
+        r.agent,
+        r.status,
+        str(s.get("episodes", r.total)),
+        success_rate(r.success_rate),
+        interval_text(s.get("pass_at_1"), low, high),
+        r.created_at.replace("T", " ")[:19],
+    )
 
 
 def success_rate(rate: float | None) -> str:
@@ -55,8 +64,10 @@ def success_rate(rate: float | None) -> str:
 def summary_lines(summary: dict) -> list[str]:
     """An evaluation's summary: success over scored episodes, then pass@1 and pass@k."""
     rate = "n/a" if summary["success_rate"] is None else f"{summary['success_rate']:.1%}"
-    lines = [f"success rate {rate} ({summary['successes']}/{summary['scored']} scored episodes; "
-             f"{summary['infra_errors']} infrastructure errors)"]
+    lines = [
+        f"success rate {rate} ({summary['successes']}/{summary['scored']} scored episodes; "
+        f"{summary['infra_errors']} infrastructure errors)"
+    ]
     if summary["pass_at_1"] is not None:
         lo, hi = summary["ci95"]
         ks = ", ".join(f"pass@{k} {v:.3f}" for k, v in summary["pass_at_k"].items())
@@ -71,5 +82,7 @@ def task_row(t: TaskAggregate) -> tuple[str, str, str, str, str]:
 
 def comparison_lines(c: RunComparison, run_a: str, run_b: str) -> list[str]:
     d = c.difference
-    return [f"{c.shared_tasks} shared tasks: pass@1 {c.pass_a:.3f} ({run_a}) -> {c.pass_b:.3f} ({run_b})",
-            f"difference {d.estimate:+.3f} (95% CI {d.low:+.3f} to {d.high:+.3f}, paired task bootstrap)"]
+    return [
+        f"{c.shared_tasks} shared tasks: pass@1 {c.pass_a:.3f} ({run_a}) -> {c.pass_b:.3f} ({run_b})",
+        f"difference {d.estimate:+.3f} (95% CI {d.low:+.3f} to {d.high:+.3f}, paired task bootstrap)",
+    ]

@@ -15,10 +15,12 @@ from rich.markup import escape
 
 # Every escape sequence form (ECMA-48): CSI with parameters and intermediates, OSC up to BEL or
 # ST, DCS/SOS/PM/APC strings up to ST, and two-character escapes.
-_COMPLETE = (r"\x1b\[[0-?]*[ -/]*[@-~]"
-             r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
-             r"|\x1b[PX^_][^\x1b]*\x1b\\"
-             r"|\x1b[ -/]*[0-~]")
+_COMPLETE = (
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"
+    r"|\x1b[ -/]*[0-~]"
+)
 COMPLETE_ESCAPE = re.compile(_COMPLETE)
 # The start of a sequence cut off by the end of the text.
 UNFINISHED_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*|[ -/]*)?$")

@@ -43,12 +43,26 @@ class StageEvaluation(KeyedStage):
         run_id = ""
         if todo:
             policy = self.ctx.load_policy(self.checkpoint)
-            jobs = [(key, EpisodeJob(t, self.agent_factory(policy, p.eval_harness, seed=(p.seed + s) * 1000,
-                                                           temperature=p.eval_temperature,
-                                                           max_turns=p.eval_max_turns), attempt=s))
-                    for key, t, s in todo]
-            run_id = self.run_keyed(scope, jobs, kind=f"eval-{self.stage}",
-                                    what=f"the pipeline while evaluating {self.stage}")
+            jobs = [
+                (
+                    key,
+                    EpisodeJob(
+                        t,
+                        self.agent_factory(
+                            policy,
+                            p.eval_harness,
+                            seed=(p.seed + s) * 1000,
+                            temperature=p.eval_temperature,
+                            max_turns=p.eval_max_turns,
+                        ),
+                        attempt=s,
+                    ),
+                )
+                for key, t, s in todo
+            ]
+            run_id = self.run_keyed(
+                scope, jobs, kind=f"eval-{self.stage}", what=f"the pipeline while evaluating {self.stage}"
+            )
         done = self.finished(scope)
         episodes = [self.store.runs.episode(done[key].episode_id) for key, _, _ in plan if key in done]
         scored = [e for e in episodes if e.reward is not None]

@@ -83,16 +83,25 @@ class Pipeline:
         if record is None or not record.checkpoint:
             self._put(StageRecord(name, "running", parent=parent, detail="training"))
             checkpoint, lineage = self.train(name, parent)
-            record = StageRecord(name, "running", checkpoint=checkpoint, parent=parent,
-                                 lineage=json.dumps(lineage), detail="evaluating")
+            record = StageRecord(
+                name, "running", checkpoint=checkpoint, parent=parent, lineage=json.dumps(lineage), detail="evaluating"
+            )
             self._put(record)
         else:
             record = replace(record, status="running", detail="evaluating")
             self._put(record)
         run_id, interval, episodes = self.evaluate(name, record.checkpoint)
-        self._put(replace(record, status="done", eval_run_id=run_id, pass_at_1=interval.estimate,
-                          ci_low=interval.low, ci_high=interval.high,
-                          detail=f"{episodes} eval episodes"))
+        self._put(
+            replace(
+                record,
+                status="done",
+                eval_run_id=run_id,
+                pass_at_1=interval.estimate,
+                ci_low=interval.low,
+                ci_high=interval.high,
+                detail=f"{episodes} eval episodes",
+            )
+        )
 
     def train(self, name: str, parent: str) -> tuple[str, dict]:
         if name == "Base":
@@ -105,11 +114,21 @@ class Pipeline:
 
             report = self._run(RsrRound(self.ctx, round=round_, model=parent))
             samples = self.store.rsr.samples(round_)
-            lineage = {"kind": "rsr", "parent": parent, "round": round_, "tasks": str(self.tasks),
-                       "split": self.config.rsr.split, "explored": report.explored, "successes": report.successes,
-                       "runbooks": report.runbooks, "replays_passed": report.replay_successes,
-                       "samples": len(samples), "sample_digests": sorted(s.digest for s in samples),
-                       "config": json.loads(self.config.rsr.model_dump_json()), "notes": list(report.notes)}
+            lineage = {
+                "kind": "rsr",
+                "parent": parent,
+                "round": round_,
+                "tasks": str(self.tasks),
+                "split": self.config.rsr.split,
+                "explored": report.explored,
+                "successes": report.successes,
+                "runbooks": report.runbooks,
+                "replays_passed": report.replay_successes,
+                "samples": len(samples),
+                "sample_digests": sorted(s.digest for s in samples),
+                "config": json.loads(self.config.rsr.model_dump_json()),
+                "notes": list(report.notes),
+            }
             if not report.checkpoint:
                 lineage["unchanged"] = "no verified replay to train on: the parent's checkpoint is carried over"
             return report.checkpoint or parent, lineage
@@ -117,14 +136,23 @@ class Pipeline:
 
         critic_from = RprStage.latest_checkpoint(self.ctx.checkpoints_dir, round_ - 1) if round_ > 1 else None
         report = self._run(RprStage(self.ctx, round=round_, model=parent, critic_from=critic_from))
-        lineage = {"kind": "rpr", "parent": parent, "round": round_, "tasks": str(self.tasks),
-                   "split": self.config.rpr.split, "critic_from": str(critic_from or ""),
-                   "rollout_episodes": report.episodes, "rollout_successes": report.successes,
-                   "rollout_episode_ids": sorted(e for i in range(report.iterations)
-                                                 for e in self.store.rpr.jobs(round_, i).values()),
-                   "rounds": report.iterations, "critic_warmup_rounds": report.warmup_rounds,
-                   "trainer_checkpoint": report.trainer_checkpoint,
-                   "config": json.loads(self.config.rpr.model_dump_json())}
+        lineage = {
+            "kind": "rpr",
+            "parent": parent,
+            "round": round_,
+            "tasks": str(self.tasks),
+            "split": self.config.rpr.split,
+            "critic_from": str(critic_from or ""),
+            "rollout_episodes": report.episodes,
+            "rollout_successes": report.successes,
+            "rollout_episode_ids": sorted(
+                e for i in range(report.iterations) for e in self.store.rpr.jobs(round_, i).values()
+            ),
+            "rounds": report.iterations,
+            "critic_warmup_rounds": report.warmup_rounds,
+            "trainer_checkpoint": report.trainer_checkpoint,
+            "config": json.loads(self.config.rpr.model_dump_json()),
+        }
         return report.checkpoint or parent, lineage
 
     def evaluate(self, name: str, checkpoint: str):

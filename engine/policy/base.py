@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+Messages = list[dict]  # chat messages: {"role": ..., "content": ...}
+Tools = list[dict]  # OpenAI-style tool schemas
+Seed = int | None  # a sampling seed; None leaves the backend to its own randomness
+
 
 class PolicyError(RuntimeError):
     """The model could not be loaded or could not generate (an infrastructure problem)."""
@@ -32,11 +36,13 @@ class Generation:
 class Policy(Protocol):
     name: str
 
-    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
-                 tools: list[dict] | None = None) -> Generation: ...
+    def generate(
+        self, messages: Messages, *, max_tokens: int, temperature: float, seed: Seed = None, tools: Tools | None = None
+    ) -> Generation: ...
 
-    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
-                      tools: list[dict] | None = None) -> list[int]: ...
+    def tokenize_chat(
+        self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
+    ) -> list[int]: ...
 
 
 # Turn terminators that chat templates use besides EOS (ChatML, Llama 3, Gemma).
@@ -49,16 +55,19 @@ class LocalPolicy:
 
     n_ctx: int
 
-    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
-                      tools: list[dict] | None = None) -> list[int]:
+    def tokenize_chat(
+        self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
+    ) -> list[int]:
         raise NotImplementedError
 
-    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
-                     seed: int | None = None) -> Generation:
+    def generate_ids(
+        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
+    ) -> Generation:
         raise NotImplementedError
 
-    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
-                 tools: list[dict] | None = None) -> Generation:
+    def generate(
+        self, messages: Messages, *, max_tokens: int, temperature: float, seed: Seed = None, tools: Tools | None = None
+    ) -> Generation:
         prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
         return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
 

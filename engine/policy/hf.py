@@ -12,17 +12,20 @@ import threading
 import time
 from pathlib import Path
 
-from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
+from engine.logs import quiet_libraries
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, Tools
 
 
 class TransformersPolicy(LocalPolicy):
-    def __init__(self, target: str, *, adapter: str | None = None, load_4bit: bool = False, n_ctx: int = 4096,
-                 name: str = "") -> None:
+    def __init__(
+        self, target: str, *, adapter: str | None = None, load_4bit: bool = False, n_ctx: int = 4096, name: str = ""
+    ) -> None:
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError:
             raise PolicyError("the transformers backend needs torch and transformers: pip install '.[hf]'") from None
+        quiet_libraries()
         self.name = name or f"hf:{target}"
         path = Path(target).expanduser()
         source, extra = target, {}
@@ -39,7 +42,8 @@ class TransformersPolicy(LocalPolicy):
             if importlib.util.find_spec("bitsandbytes") is None:
                 raise PolicyError("4-bit loading needs bitsandbytes: pip install bitsandbytes")
             model_kwargs["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+            )
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **extra)
             model = AutoModelForCausalLM.from_pretrained(source, **model_kwargs)
@@ -70,10 +74,12 @@ class TransformersPolicy(LocalPolicy):
     def stop_ids(self) -> frozenset[int]:
         return self._stop_ids
 
-    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
-                      tools: list[dict] | None = None) -> list[int]:
-        out = self.tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=add_generation_prompt,
-                                                 tokenize=True, return_dict=False)
+    def tokenize_chat(
+        self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
+    ) -> list[int]:
+        out = self.tokenizer.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=add_generation_prompt, tokenize=True, return_dict=False
+        )
         return list(out)
 
     def next_token_logprobs(self, prompt: list[int]):
@@ -83,16 +89,15 @@ class TransformersPolicy(LocalPolicy):
             logits = self.model(input_ids=torch.tensor([prompt])).logits[0, -1].float()
         return torch.log_softmax(logits, dim=-1)
 
-    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
-                     seed: int | None = None) -> Generation:
+    def generate_ids(
+        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
+    ) -> Generation:
         torch = self._torch
         budget = self.token_budget(prompt, max_tokens)
         if budget == 0:
             return Generation("", (), (), len(prompt), "context_full")
-        start = time.monotonic()
-        ids: list[int] = []
-        logprobs: list[float] = []
-        finish = "length"
+        start, finish = time.monotonic(), "length"
+        ids, logprobs = [], []  # the sampled token ids, and each one's log-probability
         generator = torch.Generator().manual_seed(seed) if seed is not None else None
         with torch.no_grad(), self._lock:
             out = self.model(input_ids=torch.tensor([prompt]), use_cache=True)
@@ -136,6 +141,7 @@ def plain_checkpoint(gguf_path: Path, dest: Path) -> Path:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError:
         raise PolicyError("the transformers backend needs torch and transformers: pip install '.[hf]'") from None
+    quiet_libraries()
     src, name = str(gguf_path.parent), gguf_path.name
     loaded = AutoModelForCausalLM.from_pretrained(src, gguf_file=name, dtype=torch.float32)
     config = loaded.config

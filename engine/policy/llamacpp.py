@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, PolicyError
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, Tools
 
 _LOAD_LOCK = threading.Lock()
 
@@ -25,8 +25,16 @@ class LlamaCppPolicy(LocalPolicy):
     each call takes the free one whose cached tokens share the longest prefix with the prompt, so
     concurrent episodes keep their own KV cache instead of evicting each other's."""
 
-    def __init__(self, path: Path, *, name: str = "", n_ctx: int = 4096, threads: int | None = None,
-                 instances: int = 1, lora: Path | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        name: str = "",
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        instances: int = 1,
+        lora: Path | None = None,
+    ) -> None:
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -35,13 +43,20 @@ class LlamaCppPolicy(LocalPolicy):
 
         self.name = name or f"gguf:{path}"
         self.path = Path(path)
+
         def make():
             # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
             # threads doing that at once can leave stdout pointing at /dev/null for good.
             try:
                 with _LOAD_LOCK:
-                    return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0,
-                                 lora_path=str(lora) if lora else None)
+                    return Llama(
+                        model_path=str(path),
+                        n_ctx=n_ctx,
+                        n_threads=threads,
+                        verbose=False,
+                        seed=0,
+                        lora_path=str(lora) if lora else None,
+                    )
             except (ValueError, RuntimeError) as exc:
                 raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
 
@@ -74,12 +89,18 @@ class LlamaCppPolicy(LocalPolicy):
         return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     # -- prompts ---------------------------------------------------------------------------
-    def render(self, messages: list[dict], *, add_generation_prompt: bool, tools: list[dict] | None = None) -> str:
-        return self._template.render(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt,
-                                     bos_token=self._bos, eos_token=self._eos)
+    def render(self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None) -> str:
+        return self._template.render(
+            messages=messages,
+            tools=tools,
+            add_generation_prompt=add_generation_prompt,
+            bos_token=self._bos,
+            eos_token=self._eos,
+        )
 
-    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
-                      tools: list[dict] | None = None) -> list[int]:
+    def tokenize_chat(
+        self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
+    ) -> list[int]:
         text = self.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
@@ -115,27 +136,27 @@ class LlamaCppPolicy(LocalPolicy):
     def stop_ids(self) -> frozenset[int]:
         return frozenset(self._stop_ids)
 
-    def generate_ids(self, prompt: list[int], *, max_tokens: int, temperature: float,
-                     seed: int | None = None) -> Generation:
+    def generate_ids(
+        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
+    ) -> Generation:
         """Continue exactly the token ids given (an episode's token buffer)."""
         budget = self.token_budget(prompt, max_tokens)
         if budget == 0:
             return Generation("", (), (), len(prompt), "context_full")
-        start = time.monotonic()
-        ids: list[int] = []
-        logprobs: list[float] = []
-        finish = "length"
+        start, finish = time.monotonic(), "length"
+        ids, logprobs = [], []  # the sampled token ids, and each one's log-probability
         llm = self._acquire(prompt)
         try:
             if seed is not None:
                 llm.set_seed(seed)
             # No reset(): generate() keeps the KV cache of the longest prefix shared with the previous
             # call (an episode's buffer only grows) and always re-evaluates the last prompt token.
-            for token in llm.generate(prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0,
-                                      typical_p=1.0, repeat_penalty=1.0, reset=True):
+            for token in llm.generate(
+                prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, repeat_penalty=1.0, reset=True
+            ):
                 # At yield time the context's last logits are the row this token was sampled from
                 # (llama-cpp-python keeps no Python copy unless logits_all, which costs memory).
-                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(self._n_vocab,))
+                logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(self._n_vocab,))  # noqa: SLF001 - llama-cpp-python exposes the sampled row's logits only here
                 logprobs.append(_logprob(logits, token, temperature))
                 ids.append(int(token))
                 if token in self._stop_ids:
@@ -151,7 +172,7 @@ class LlamaCppPolicy(LocalPolicy):
 
 
 def _shared_prefix(llm, prompt: list[int]) -> int:
-    cached = llm._input_ids  # the tokens this instance's KV cache holds
+    cached = llm._input_ids  # the tokens this instance's KV cache holds  # noqa: SLF001 - the instance's cached tokens (no public accessor)
     n = 0
     for a, b in zip(cached, prompt):
         if a != b:

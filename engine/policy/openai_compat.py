@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from engine.policy.base import Generation, PolicyError
+from engine.policy.base import Generation, Messages, PolicyError, Seed, Tools
 
 
 class OpenAIPolicy:
@@ -21,18 +21,25 @@ class OpenAIPolicy:
             raise PolicyError("the OpenAI-compatible backend needs the openai package: pip install openai") from None
         self.name = f"openai:{base_url}#{model}"
         self.model = model
-        self._client = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
-                              timeout=timeout, max_retries=1)
+        self._client = OpenAI(
+            base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "not-needed"), timeout=timeout, max_retries=1
+        )
 
-    def generate(self, messages: list[dict], *, max_tokens: int, temperature: float, seed: int | None = None,
-                 tools: list[dict] | None = None) -> Generation:
+    def generate(
+        self, messages: Messages, *, max_tokens: int, temperature: float, seed: Seed = None, tools: Tools | None = None
+    ) -> Generation:
         import openai
 
         start = time.monotonic()
-        kwargs: dict = {"model": self.model, "messages": messages, "max_tokens": max_tokens,
-                        "temperature": temperature, "logprobs": True,
-                        # Some servers (llama_cpp.server) return logprobs only when top_logprobs is set.
-                        "top_logprobs": 1}
+        kwargs: dict = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "logprobs": True,
+            # Some servers (llama_cpp.server) return logprobs only when top_logprobs is set.
+            "top_logprobs": 1,
+        }
         if seed is not None:
             kwargs["seed"] = seed
         if tools:
@@ -45,6 +52,13 @@ class OpenAIPolicy:
         content = choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
         calls = [tc.model_dump() for tc in (choice.message.tool_calls or [])]
         usage = resp.usage
-        return Generation(choice.message.content or "", (), tuple(float(x.logprob) for x in content),
-                          usage.prompt_tokens if usage else 0, choice.finish_reason or "", calls,
-                          time.monotonic() - start, usage.completion_tokens if usage else 0)
+        return Generation(
+            choice.message.content or "",
+            (),
+            tuple(float(x.logprob) for x in content),
+            usage.prompt_tokens if usage else 0,
+            choice.finish_reason or "",
+            calls,
+            time.monotonic() - start,
+            usage.completion_tokens if usage else 0,
+        )

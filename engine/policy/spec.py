@@ -1,13 +1,13 @@
 """Model spec strings select a policy backend:
 
-    bundled:smollm2-135m[+lora=FILE]
-                            the bundled SmolLM2-135M-Instruct GGUF, served by llama.cpp, optionally
-                            with a GGUF LoRA adapter (what `rsr` exports after SFT)
-    gguf:PATH[+lora=FILE]   any GGUF file, served by llama.cpp
-    openai:URL#MODEL        an OpenAI-compatible chat server, e.g. openai:http://127.0.0.1:8000/v1#smollm2
-    hf:PATH_OR_ID[+adapter=PATH][+4bit]
-                            transformers: a checkpoint directory, a hub id (needs the hub) or a GGUF
-                            file, optionally with a peft LoRA adapter and 4-bit NF4 loading
+bundled:smollm2-135m[+lora=FILE]
+                        the bundled SmolLM2-135M-Instruct GGUF, served by llama.cpp, optionally
+                        with a GGUF LoRA adapter (what `rsr` exports after SFT)
+gguf:PATH[+lora=FILE]   any GGUF file, served by llama.cpp
+openai:URL#MODEL        an OpenAI-compatible chat server, e.g. openai:http://127.0.0.1:8000/v1#smollm2
+hf:PATH_OR_ID[+adapter=PATH][+4bit]
+                        transformers: a checkpoint directory, a hub id (needs the hub) or a GGUF
+                        file, optionally with a peft LoRA adapter and 4-bit NF4 loading
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from pathlib import Path
 
 from engine.policy.base import Policy, PolicyError
 
-SPEC_HELP = ("bundled:smollm2-135m[+lora=FILE] | gguf:PATH[+lora=FILE] | openai:URL#MODEL | "
-             "hf:PATH_OR_ID[+adapter=PATH][+4bit]")
+SPEC_HELP = (
+    "bundled:smollm2-135m[+lora=FILE] | gguf:PATH[+lora=FILE] | openai:URL#MODEL | hf:PATH_OR_ID[+adapter=PATH][+4bit]"
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,8 @@ def parse_model_spec(text: str) -> ModelSpec:
         for opt in options:
             if opt != "4bit" and not opt.startswith("adapter="):
                 raise PolicyError(f"unknown hf: option {opt!r} (use +adapter=PATH and/or +4bit)")
-            if opt.startswith("adapter=") and not Path(opt[len("adapter="):]).expanduser().is_dir():
-                raise PolicyError(f"adapter directory not found: {opt[len('adapter='):]}")
+            if opt.startswith("adapter=") and not Path(opt[len("adapter=") :]).expanduser().is_dir():
+                raise PolicyError(f"adapter directory not found: {opt[len('adapter=') :]}")
         if not base:
             raise PolicyError("hf: needs a path or a hub id")
     if kind not in ("bundled", "gguf", "openai", "hf"):
@@ -50,8 +51,8 @@ def parse_model_spec(text: str) -> ModelSpec:
         for opt in options:
             if not opt.startswith("lora="):
                 raise PolicyError(f"unknown {kind}: option {opt!r} (use +lora=FILE)")
-            if not Path(opt[len("lora="):]).expanduser().is_file():
-                raise PolicyError(f"GGUF LoRA adapter not found: {opt[len('lora='):]}")
+            if not Path(opt[len("lora=") :]).expanduser().is_file():
+                raise PolicyError(f"GGUF LoRA adapter not found: {opt[len('lora=') :]}")
         if kind == "gguf" and not Path(model).expanduser().is_file():
             raise PolicyError(f"GGUF file not found: {model}")
     if kind == "openai":
@@ -61,8 +62,7 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(kind, target)
 
 
-def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None = None,
-                instances: int = 1) -> Policy:
+def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None = None, instances: int = 1) -> Policy:
     """`instances`: llama.cpp contexts to keep for concurrent episodes (weights shared via mmap)."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
     if spec.kind == "openai":
@@ -74,14 +74,15 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
         from engine.policy.hf import TransformersPolicy
 
         base, *options = spec.target.split("+")
-        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
-        return TransformersPolicy(resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx,
-                                  name=str(spec))
+        adapter = next((o[len("adapter=") :] for o in options if o.startswith("adapter=")), None)
+        return TransformersPolicy(
+            resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=str(spec)
+        )
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
 
     model, *options = spec.target.split("+")
-    lora = next((Path(o[len("lora="):]).expanduser() for o in options if o.startswith("lora=")), None)
+    lora = next((Path(o[len("lora=") :]).expanduser() for o in options if o.startswith("lora=")), None)
     path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
     return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
 
@@ -113,11 +114,11 @@ def trainable_weights(model: str) -> tuple[str, str | None]:
     kind, _, target = model.partition(":")
     base, *options = target.split("+")
     if kind == "bundled":
-        lora = next((o[len("lora="):] for o in options if o.startswith("lora=")), None)
+        lora = next((o[len("lora=") :] for o in options if o.startswith("lora=")), None)
         adapter = str(Path(lora).with_suffix("")) if lora else None
         return resolve_hf_base(f"bundled:{base}"), adapter
     if kind == "hf":
-        adapter = next((o[len("adapter="):] for o in options if o.startswith("adapter=")), None)
+        adapter = next((o[len("adapter=") :] for o in options if o.startswith("adapter=")), None)
         return resolve_hf_base(base), adapter
     raise PolicyError(f"training needs transformers weights; {model!r} has none here (use bundled:NAME or hf:PATH)")
 

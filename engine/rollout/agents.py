@@ -60,7 +60,9 @@ class OracleAgent:
         remaining = max(1.0, deadline - time.monotonic())
         result = sandbox.run("bash /solution/solve.sh", timeout=remaining)
         sandbox.exec("rm -rf /solution", timeout=30, channel="system")
-        step = AgentStep("bash /solution/solve.sh", result.output, result.exit_code, result.timed_out, result.duration_s)
+        step = AgentStep(
+            "bash /solution/solve.sh", result.output, result.exit_code, result.timed_out, result.duration_s
+        )
         return AgentRun([step], timed_out=result.timed_out)
 
 

@@ -80,8 +80,14 @@ def run_episode(
     t0 = time.monotonic()
     phases: dict[str, float] = {}
     base = dict(
-        episode_id=episode_id, run_id=run_id, task=task.name, split=task.split, agent=agent.name,
-        backend=backend, attempt=attempt, started_at=started_at,
+        episode_id=episode_id,
+        run_id=run_id,
+        task=task.name,
+        split=task.split,
+        agent=agent.name,
+        backend=backend,
+        attempt=attempt,
+        started_at=started_at,
     )
 
     def phase(name: str) -> None:
@@ -90,14 +96,24 @@ def run_episode(
 
     def infra(failure: str, error: str, agent_run: AgentRun | None = None) -> EpisodeResult:
         return EpisodeResult(
-            **base, status="infra_error", success=False, checks_passed=0, checks_total=0, reward=None,
-            failure_mode=failure, error=error, steps=tuple(agent_run.steps if agent_run else ()),
-            duration_s=time.monotonic() - t0, phase_s=phases,
+            **base,
+            status="infra_error",
+            success=False,
+            checks_passed=0,
+            checks_total=0,
+            reward=None,
+            failure_mode=failure,
+            error=error,
+            steps=tuple(agent_run.steps if agent_run else ()),
+            duration_s=time.monotonic() - t0,
+            phase_s=phases,
         )
 
     if task.dockerfile is not None and backend == "local":
-        return infra("unsupported_environment",
-                     "task has environment/Dockerfile, which the local backend cannot build; use --backend docker")
+        return infra(
+            "unsupported_environment",
+            "task has environment/Dockerfile, which the local backend cannot build; use --backend docker",
+        )
 
     phase("sandbox")
     try:
@@ -151,16 +167,31 @@ def run_episode(
         phase("done")
 
     steps = tuple(agent_run.steps)
-    base.update(stop_reason=agent_run.stop_reason, token_ids=tuple(agent_run.token_ids),
-                token_mask=tuple(agent_run.token_mask), messages=tuple(agent_run.messages),
-                harness=agent_run.harness, model=agent_run.model)
+    base.update(
+        stop_reason=agent_run.stop_reason,
+        token_ids=tuple(agent_run.token_ids),
+        token_mask=tuple(agent_run.token_mask),
+        messages=tuple(agent_run.messages),
+        harness=agent_run.harness,
+        model=agent_run.model,
+    )
     resource = tuple(sorted(events)) + (("output_capped",) if any(_capped(s) for s in steps) else ())
     if outcome.status != "ok":
         status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"
         return EpisodeResult(
-            **base, status=status, success=False, checks_passed=0, checks_total=0, reward=None,
-            failure_mode=status, error=outcome.error, steps=steps, verifier_output=outcome.output,
-            duration_s=time.monotonic() - t0, phase_s=phases, resource_events=resource,
+            **base,
+            status=status,
+            success=False,
+            checks_passed=0,
+            checks_total=0,
+            reward=None,
+            failure_mode=status,
+            error=outcome.error,
+            steps=steps,
+            verifier_output=outcome.output,
+            duration_s=time.monotonic() - t0,
+            phase_s=phases,
+            resource_events=resource,
         )
     success = outcome.success
     if success:
@@ -195,5 +226,3 @@ def run_episode(
 
 def _capped(step: AgentStep) -> bool:
     return "bytes truncated ..." in step.output or "output stream capped" in step.output
-
-

@@ -36,9 +36,18 @@ def without_guidance(message: str, guidance: str) -> str:
 class ModelAgent:
     name = "model"
 
-    def __init__(self, policy, harness: Harness, *, temperature: float = 0.7, seed: int | None = None,
-                 max_turns: int = 20, max_tokens_per_turn: int = 512, token_budget: int = 16384,
-                 guidance: str | None = None) -> None:
+    def __init__(
+        self,
+        policy,
+        harness: Harness,
+        *,
+        temperature: float = 0.7,
+        seed: int | None = None,
+        max_turns: int = 20,
+        max_tokens_per_turn: int = 512,
+        token_budget: int = 16384,
+        guidance: str | None = None,
+    ) -> None:
         self.policy = policy
         self.harness = harness
         self.temperature = temperature
@@ -56,12 +65,19 @@ class ModelAgent:
         buffered = hasattr(self.policy, "generate_ids")
         if buffered:
             check_prefix_preserving(self.policy, tools)
-        messages = [{"role": "system", "content": self.harness.system_prompt()},
-                    {"role": "user", "content": with_guidance(
-                        self.harness.first_message(task.instruction, deadline - time.monotonic()), self.guidance)}]
+        messages = [
+            {"role": "system", "content": self.harness.system_prompt()},
+            {
+                "role": "user",
+                "content": with_guidance(
+                    self.harness.first_message(task.instruction, deadline - time.monotonic()), self.guidance
+                ),
+            },
+        ]
         buf = TokenBuffer.start(self.policy, messages, tools) if buffered else TokenBuffer()
-        run = AgentRun(messages=[dict(m) for m in messages], harness=self.harness.name,
-                       model=getattr(self.policy, "name", ""))
+        run = AgentRun(
+            messages=[dict(m) for m in messages], harness=self.harness.name, model=getattr(self.policy, "name", "")
+        )
         used = 0  # tokens in context so far, for remote policies
         for turn in range(self.max_turns):
             left = deadline - time.monotonic()
@@ -78,8 +94,9 @@ class ModelAgent:
             if buffered:
                 gen = self.policy.generate_ids(buf.ids, max_tokens=max_tokens, temperature=self.temperature, seed=seed)
             else:
-                gen = self.policy.generate(messages, max_tokens=max_tokens, temperature=self.temperature, seed=seed,
-                                           tools=tools)
+                gen = self.policy.generate(
+                    messages, max_tokens=max_tokens, temperature=self.temperature, seed=seed, tools=tools
+                )
                 used = gen.prompt_tokens + gen.n_generated
             if gen.finish_reason == "context_full":
                 run.stop_reason = "context_full"
@@ -95,11 +112,17 @@ class ModelAgent:
                 results.append(StepResult(cmd, r.output, r.exit_code, r.timed_out))
             observation = self.harness.observation(Turn(results, action.error, max(0.0, deadline - time.monotonic())))
             step = AgentStep(
-                command="\n".join(c.keystrokes for c in action.commands), output=observation,
+                command="\n".join(c.keystrokes for c in action.commands),
+                output=observation,
                 exit_code=results[-1].exit_code if results else None,
-                timed_out=any(r.timed_out for r in results), duration_s=time.monotonic() - t0,
-                action_text=gen.text, token_ids=gen.token_ids, logprobs=gen.logprobs,
-                prompt_tokens=gen.prompt_tokens, parse_error=action.error, generation_s=gen.seconds,
+                timed_out=any(r.timed_out for r in results),
+                duration_s=time.monotonic() - t0,
+                action_text=gen.text,
+                token_ids=gen.token_ids,
+                logprobs=gen.logprobs,
+                prompt_tokens=gen.prompt_tokens,
+                parse_error=action.error,
+                generation_s=gen.seconds,
             )
             run.steps.append(step)
             if self.on_step is not None:
@@ -109,8 +132,9 @@ class ModelAgent:
                 break
             messages.append({"role": "assistant", "content": gen.text})
             if buffered:
-                buf.add_observation(self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop",
-                                    tools=tools)
+                buf.add_observation(
+                    self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop", tools=tools
+                )
             messages.append({"role": "user", "content": observation})
         else:
             run.stop_reason = "turn_limit"

@@ -42,9 +42,13 @@ def summarize(results: list[EpisodeResult]) -> dict[str, object]:
     groups = by_task((r.task, r.success) for r in scored)
     if groups:
         interval = bootstrap_pass_at_1(groups)
-        passes = {"pass_at_1": round(interval.estimate, 4), "ci95": interval.as_list(),
-                  "pass_at_k": {str(k): round(pass_at_k(groups, k), 4)
-                                for k in range(1, min(len(v) for v in groups.values()) + 1)}}
+        passes = {
+            "pass_at_1": round(interval.estimate, 4),
+            "ci95": interval.as_list(),
+            "pass_at_k": {
+                str(k): round(pass_at_k(groups, k), 4) for k in range(1, min(len(v) for v in groups.values()) + 1)
+            },
+        }
     return {
         **passes,
         "episodes": len(results),
@@ -57,8 +61,15 @@ def summarize(results: list[EpisodeResult]) -> dict[str, object]:
 
 
 class EpisodeRunner:
-    def __init__(self, *, config: Config, backend: str, store: Store | None, bus: EventBus | None,
-                 on_finished: Callable[[EpisodeJob, EpisodeResult], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        backend: str,
+        store: Store | None,
+        bus: EventBus | None,
+        on_finished: Callable[[EpisodeJob, EpisodeResult], None] | None = None,
+    ) -> None:
         self.config = config
         # Told about each stored episode with the job that produced it (RSR links episodes to its jobs).
         self.on_finished = on_finished
@@ -97,8 +108,15 @@ class EpisodeRunner:
                 sandbox.stop()
 
         result = run_episode(
-            job.task, agent, config=self.config, backend=self.backend, run_id=run_id,
-            attempt=job.attempt, bus=self.bus, episode_id=episode_id, on_sandbox=track,
+            job.task,
+            agent,
+            config=self.config,
+            backend=self.backend,
+            run_id=run_id,
+            attempt=job.attempt,
+            bus=self.bus,
+            episode_id=episode_id,
+            on_sandbox=track,
         )
         if self._cancel.is_set():
             return None  # stopped mid-way: not a real outcome, so not stored
@@ -110,12 +128,16 @@ class EpisodeRunner:
         return result
 
     def run(
-        self, jobs: list[EpisodeJob], *, kind: str, agent_label: str, tasks_path: str, concurrency: int,
+        self, jobs: list[EpisodeJob], *, kind: str, agent_label: str, tasks_path: str, concurrency: int
     ) -> tuple[str, list[EpisodeResult]]:
         run_id = uuid.uuid4().hex[:12]
         if self.store is not None:
             run_id = self.store.runs.create(
-                kind, backend=self.backend, agent=agent_label, tasks_path=tasks_path, total=len(jobs),
+                kind,
+                backend=self.backend,
+                agent=agent_label,
+                tasks_path=tasks_path,
+                total=len(jobs),
                 config=self.config.model_dump(),
             )
         self.bus.emit(RunStarted(run_id, kind, len(jobs)))

@@ -16,21 +16,27 @@ from engine.policy.base import PolicyError
 
 
 class ChatTokenizer(Protocol):
-    def tokenize_chat(self, messages: list[dict], *, add_generation_prompt: bool,
-                      tools: list[dict] | None = None) -> list[int]: ...
+    def tokenize_chat(
+        self, messages: list[dict], *, add_generation_prompt: bool, tools: list[dict] | None = None
+    ) -> list[int]: ...
 
     @property
     def stop_ids(self) -> frozenset[int]: ...
 
 
 def check_prefix_preserving(tok: ChatTokenizer, tools: list[dict] | None = None) -> None:
-    convo = [{"role": "system", "content": "s"}, {"role": "user", "content": "u1"},
-             {"role": "assistant", "content": "a1"}]
+    convo = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "a1"},
+    ]
     before = tok.tokenize_chat(convo, add_generation_prompt=False, tools=tools)
     after = tok.tokenize_chat(convo + [{"role": "user", "content": "u2"}], add_generation_prompt=True, tools=tools)
     if after[: len(before)] != before:
-        raise PolicyError("the chat template does not preserve prefixes: adding a turn changes earlier tokens, "
-                          "so an append-only token buffer cannot be built for this model")
+        raise PolicyError(
+            "the chat template does not preserve prefixes: adding a turn changes earlier tokens, "
+            "so an append-only token buffer cannot be built for this model"
+        )
 
 
 @dataclass
@@ -48,24 +54,28 @@ class TokenBuffer:
         self.ids.extend(ids)
         self.mask.extend([1] * len(ids))
 
-    def add_observation(self, tok: ChatTokenizer, messages: list[dict], observation: str, *,
-                        sampled_stopped: bool, tools: list[dict] | None = None) -> None:
+    def add_observation(
+        self,
+        tok: ChatTokenizer,
+        messages: list[dict],
+        observation: str,
+        *,
+        sampled_stopped: bool,
+        tools: list[dict] | None = None,
+    ) -> None:
         """`messages` ends with the assistant's reply; `observation` is the next user message."""
         before = tok.tokenize_chat(messages, add_generation_prompt=False, tools=tools)
-        after = tok.tokenize_chat(messages + [{"role": "user", "content": observation}],
-                                  add_generation_prompt=True, tools=tools)
+        after = tok.tokenize_chat(
+            messages + [{"role": "user", "content": observation}], add_generation_prompt=True, tools=tools
+        )
         if after[: len(before)] != before:
             raise PolicyError("the chat template changed earlier tokens when a turn was added")
         # Close the assistant turn as the template does: what `before` has after its last stop
         # token (e.g. a newline after <|im_end|>), plus the stop token itself if the sample was cut.
         last_stop = max((i for i, t in enumerate(before) if t in tok.stop_ids), default=None)
-        closing = before[last_stop + 1:] if last_stop is not None else []
+        closing = before[last_stop + 1 :] if last_stop is not None else []
         if not sampled_stopped and last_stop is not None:
             closing = [before[last_stop]] + closing
-        glue = closing + after[len(before):]
+        glue = closing + after[len(before) :]
         self.ids.extend(glue)
         self.mask.extend([0] * len(glue))
-
-    @property
-    def sampled(self) -> list[int]:
-        return [t for t, m in zip(self.ids, self.mask) if m]

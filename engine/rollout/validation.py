@@ -28,8 +28,14 @@ class TaskCheck:
         def ep(r: EpisodeResult | None) -> dict[str, object] | None:
             return r.summary() if r else None
 
-        return {"task": self.task, "path": str(self.path), "valid": self.valid, "reason": self.reason,
-                "oracle": ep(self.oracle), "nop": ep(self.nop)}
+        return {
+            "task": self.task,
+            "path": str(self.path),
+            "valid": self.valid,
+            "reason": self.reason,
+            "oracle": ep(self.oracle),
+            "nop": ep(self.nop),
+        }
 
 
 def _describe_failure(r: EpisodeResult) -> str:
@@ -41,15 +47,23 @@ def _describe_failure(r: EpisodeResult) -> str:
 
 def judge(task: Task, oracle: EpisodeResult, nop: EpisodeResult) -> TaskCheck:
     if not oracle.success:
-        return TaskCheck(task.name, task.path, False, f"oracle did not succeed: {_describe_failure(oracle)}", oracle, nop)
+        return TaskCheck(
+            task.name, task.path, False, f"oracle did not succeed: {_describe_failure(oracle)}", oracle, nop
+        )
     if not nop.scored:
         return TaskCheck(task.name, task.path, False, f"nop run not scored: {_describe_failure(nop)}", oracle, nop)
     if nop.success:
-        return TaskCheck(task.name, task.path, False,
-                         "nop succeeded: the verifier accepts the untouched starting state", oracle, nop)
-    return TaskCheck(task.name, task.path, True,
-                     f"oracle {oracle.checks_passed}/{oracle.checks_total}, nop {nop.checks_passed}/{nop.checks_total}",
-                     oracle, nop)
+        return TaskCheck(
+            task.name, task.path, False, "nop succeeded: the verifier accepts the untouched starting state", oracle, nop
+        )
+    return TaskCheck(
+        task.name,
+        task.path,
+        True,
+        f"oracle {oracle.checks_passed}/{oracle.checks_total}, nop {nop.checks_passed}/{nop.checks_total}",
+        oracle,
+        nop,
+    )
 
 
 def check_suites(suites: list[Suite], runner: EpisodeRunner, *, concurrency: int) -> tuple[str, list[TaskCheck]]:
@@ -59,8 +73,11 @@ def check_suites(suites: list[Suite], runner: EpisodeRunner, *, concurrency: int
         jobs.append(EpisodeJob(t, OracleAgent))
         jobs.append(EpisodeJob(t, NopAgent))
     run_id, results = runner.run(
-        jobs, kind="tasks-check", agent_label="oracle+nop",
-        tasks_path=";".join(str(s.root) for s in suites), concurrency=concurrency,
+        jobs,
+        kind="tasks-check",
+        agent_label="oracle+nop",
+        tasks_path=";".join(str(s.root) for s in suites),
+        concurrency=concurrency,
     )
     by_key = {(r.task, r.agent): r for r in results}
     checks: list[TaskCheck] = []

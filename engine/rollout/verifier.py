@@ -107,24 +107,29 @@ def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
     collected: Path | None = None
     try:
         run, collected = sandbox.exec_private(
-            VERIFIER_COMMAND, timeout=task.verifier_timeout_sec,
+            VERIFIER_COMMAND,
+            timeout=task.verifier_timeout_sec,
             uploads={"/tests": task.tests_dir, GUARD_DIR: GUARD_SOURCE},
-            collect="/logs/verifier", masks=MASKED_FILES, channel="verifier",
+            collect="/logs/verifier",
+            masks=MASKED_FILES,
+            channel="verifier",
             env={**HARDENED_ENV, **task.verifier_env},
         )
         if run.timed_out or collected is None:
             return VerifierOutcome(
-                "timeout", output=run.output[-4000:], duration_s=run.duration_s,
+                "timeout",
+                output=run.output[-4000:],
+                duration_s=run.duration_s,
                 error=f"verifier exceeded {task.verifier_timeout_sec:g}s",
             )
         try:
             checks, source = collect_checks(collected, run.output)
         except VerifierParseError as exc:
             return VerifierOutcome(
-                "error", output=run.output[-4000:], error=str(exc), exit_code=run.exit_code, duration_s=run.duration_s,
+                "error", output=run.output[-4000:], error=str(exc), exit_code=run.exit_code, duration_s=run.duration_s
             )
         return VerifierOutcome(
-            "ok", tuple(checks), source, run.output[-4000:], exit_code=run.exit_code, duration_s=run.duration_s,
+            "ok", tuple(checks), source, run.output[-4000:], exit_code=run.exit_code, duration_s=run.duration_s
         )
     except SandboxError as exc:
         return VerifierOutcome("error", error=f"sandbox failure during verification: {exc}")

@@ -19,8 +19,12 @@ class VerifierParseError(ValueError):
 
 
 _CTRF_STATUS: dict[str, CheckStatus] = {
-    "passed": "passed", "failed": "failed", "skipped": "skipped", "pending": "skipped",
-    "other": "error", "error": "error",
+    "passed": "passed",
+    "failed": "failed",
+    "skipped": "skipped",
+    "pending": "skipped",
+    "other": "error",
+    "error": "error",
 }
 
 
@@ -66,8 +70,12 @@ def parse_junit(text: str) -> list[CheckResult]:
 
 _PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+)(?:\s+-\s+(.*))?$")
 _PYTEST_STATUS: dict[str, CheckStatus] = {
-    "PASSED": "passed", "FAILED": "failed", "ERROR": "error", "SKIPPED": "skipped",
-    "XFAIL": "skipped", "XPASS": "failed",
+    "PASSED": "passed",
+    "FAILED": "failed",
+    "ERROR": "error",
+    "SKIPPED": "skipped",
+    "XFAIL": "skipped",
+    "XPASS": "failed",
 }
 
 

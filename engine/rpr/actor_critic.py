@@ -45,9 +45,19 @@ class ActorCritic:
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
-    def load(cls, base: str, *, actor_adapter: Path | None, critic_adapter: Path | None,
-             value_head: Path | None, reference: str, reference_adapter: Path | None, lora: LoraShape,
-             load_4bit: bool, temperature: float) -> "ActorCritic":
+    def load(
+        cls,
+        base: str,
+        *,
+        actor_adapter: Path | None,
+        critic_adapter: Path | None,
+        value_head: Path | None,
+        reference: str,
+        reference_adapter: Path | None,
+        lora: LoraShape,
+        load_4bit: bool,
+        temperature: float,
+    ) -> "ActorCritic":
         """`reference`: "stage-start" (the frozen `reference_adapter`, or the base when there is
         none: a fresh adapter equals the base) or "base"."""
         from peft import PeftModel, get_peft_model
@@ -108,8 +118,9 @@ class ActorCritic:
             decoder = self.model.get_base_model().model
             return decoder(input_ids=input_ids.to(self.device), use_cache=False).last_hidden_state
 
-    def actions(self, adapter: str | None, input_ids: torch.Tensor, target_mask: torch.Tensor,
-                with_entropy: bool = False) -> ActionForward:
+    def actions(
+        self, adapter: str | None, input_ids: torch.Tensor, target_mask: torch.Tensor, with_entropy: bool = False
+    ) -> ActionForward:
         """Log-probs under softmax(logits / T) of the tokens at positions 1.. where target_mask is 1.
 
         `input_ids` is [1, T]; `target_mask` is [1, T-1] (the action mask shifted by one).

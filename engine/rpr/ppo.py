@@ -76,8 +76,10 @@ def make_optimizers(ac: ActorCritic, settings: RprConfig):
 
     actor = torch.optim.AdamW(ac.actor_parameters(), lr=settings.actor_lr, weight_decay=0.0)
     critic = torch.optim.AdamW(ac.critic_parameters(), lr=settings.critic_lr, weight_decay=0.0)
-    return (actor, critic), (torch.optim.lr_scheduler.LambdaLR(actor, warmup),
-                             torch.optim.lr_scheduler.LambdaLR(critic, warmup))
+    return (actor, critic), (
+        torch.optim.lr_scheduler.LambdaLR(actor, warmup),
+        torch.optim.lr_scheduler.LambdaLR(critic, warmup),
+    )
 
 
 def _prepare(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, train_actor: bool) -> list[_Prepared]:
@@ -105,15 +107,41 @@ def _prepare(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, trai
     return prepared
 
 
-def ppo_update(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, optimizers, schedulers, *,
-               train_actor: bool, rng: random.Random, should_stop: Callable[[], bool] = lambda: False) -> UpdateStats:
+def ppo_update(
+    ac: ActorCritic,
+    rollouts: list[Rollout],
+    settings: RprConfig,
+    optimizers,
+    schedulers,
+    *,
+    train_actor: bool,
+    rng: random.Random,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> UpdateStats:
     started = time.monotonic()
     usable = [r for r in rollouts if r.trainable and len(r.ids) <= settings.max_len]
     skipped_infra = sum(1 for r in rollouts if not r.trainable)
     skipped_long = sum(1 for r in rollouts if r.trainable and len(r.ids) > settings.max_len)
     if not usable:
-        return UpdateStats(0, skipped_infra, skipped_long, 0, 0, math.nan, math.nan, math.nan, math.nan, math.nan,
-                           math.nan, math.nan, math.nan, math.nan, math.nan, 0, time.monotonic() - started)
+        return UpdateStats(
+            0,
+            skipped_infra,
+            skipped_long,
+            0,
+            0,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            math.nan,
+            0,
+            time.monotonic() - started,
+        )
     ac.train_actor = train_actor
     prepared = _prepare(ac, usable, settings, train_actor)
 
@@ -140,7 +168,7 @@ def ppo_update(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, op
         for start in range(0, len(order), settings.minibatch_episodes):
             if should_stop():
                 raise InterruptedError("PPO update stopped")
-            batch = order[start:start + settings.minibatch_episodes]
+            batch = order[start : start + settings.minibatch_episodes]
             n_tokens = sum(len(p.old_logprobs) for p in batch)
             actor_opt.zero_grad(set_to_none=True)
             critic_opt.zero_grad(set_to_none=True)
@@ -151,8 +179,9 @@ def ppo_update(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, op
                 ones = torch.ones(1, len(p.old_logprobs))
                 if train_actor:
                     fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
-                    pl, clip_frac = policy_loss(fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones,
-                                                settings.clip_ratio)
+                    pl, clip_frac = policy_loss(
+                        fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
+                    )
                     loss = pl
                     if p.ref_logprobs is not None:
                         kl = kl_estimator(fwd.logprobs, p.ref_logprobs).mean()
@@ -179,12 +208,21 @@ def ppo_update(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, op
     mean = {k: v / weight_total for k, v in sums.items()}
     nan_unless_actor = (lambda v: v) if train_actor else (lambda v: math.nan)
     return UpdateStats(
-        episodes=len(prepared), skipped_infra=skipped_infra, skipped_long=skipped_long,
-        tokens=sum(len(p.rollout.ids) for p in prepared), action_tokens=sum(len(p.old_logprobs) for p in prepared),
+        episodes=len(prepared),
+        skipped_infra=skipped_infra,
+        skipped_long=skipped_long,
+        tokens=sum(len(p.rollout.ids) for p in prepared),
+        action_tokens=sum(len(p.old_logprobs) for p in prepared),
         mean_reward=sum(p.rollout.reward for p in prepared) / len(prepared),
         success_rate=sum(p.rollout.success for p in prepared) / len(prepared),
-        policy_loss=nan_unless_actor(mean["policy"]), value_loss=mean["value"],
+        policy_loss=nan_unless_actor(mean["policy"]),
+        value_loss=mean["value"],
         kl=nan_unless_actor(mean["kl"]) if any(p.ref_logprobs is not None for p in prepared) else math.nan,
-        entropy=nan_unless_actor(mean["entropy"]), clip_fraction=nan_unless_actor(mean["clip"]),
-        explained_variance=ev, sampler_ratio=sampler_ratio, sampler_log_ratio_max=log_ratio_max,
-        optimizer_steps=steps, seconds=time.monotonic() - started)
+        entropy=nan_unless_actor(mean["entropy"]),
+        clip_fraction=nan_unless_actor(mean["clip"]),
+        explained_variance=ev,
+        sampler_ratio=sampler_ratio,
+        sampler_log_ratio_max=log_ratio_max,
+        optimizer_steps=steps,
+        seconds=time.monotonic() - started,
+    )

@@ -26,8 +26,9 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> tor
     return (x - mean) * torch.rsqrt(var + eps) * mask.to(x.dtype)
 
 
-def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0,
-        lam: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float = 1.0, lam: float = 1.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalized advantage estimation over action tokens only.
 
     For action token t whose next action token is t' (None at the episode's last action):
@@ -55,8 +56,9 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     return advantages, returns
 
 
-def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-                clip: float = 0.2) -> tuple[torch.Tensor, torch.Tensor]:
+def policy_loss(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip: float = 0.2
+) -> tuple[torch.Tensor, torch.Tensor]:
     """PPO's clipped surrogate, token-mean over the mask; returns (loss, fraction of tokens clipped)."""
     ratio = torch.exp(logprobs - old_logprobs)
     unclipped = -advantages * ratio
@@ -66,8 +68,9 @@ def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: 
     return loss, clip_fraction
 
 
-def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
-               clip: float = 0.2) -> torch.Tensor:
+def value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip: float = 0.2
+) -> torch.Tensor:
     """0.5 * max((V - R)^2, (V_clipped - R)^2), V_clipped kept within `clip` of the old value."""
     clipped = old_values + torch.clamp(values - old_values, -clip, clip)
     return 0.5 * masked_mean(torch.maximum((values - returns) ** 2, (clipped - returns) ** 2), mask)

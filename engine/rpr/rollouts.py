@@ -41,5 +41,14 @@ def load_rollout(store: Store, episode_id: str) -> Rollout:
     if len(sampler) != sum(mask):
         sampler = ()  # a step without logprobs: no importance ratio to log for this episode
     # The store keeps no reward for infrastructure and verifier failures (None): never a zero.
-    return Rollout(episode_id, episode.task, tuple(ids), tuple(mask), sampler, episode.reward, episode.success,
-                   sum(s.generation_s for s in steps), episode.duration_s)
+    return Rollout(
+        episode_id,
+        episode.task,
+        tuple(ids),
+        tuple(mask),
+        sampler,
+        episode.reward,
+        episode.success,
+        sum(s.generation_s for s in steps),
+        episode.duration_s,
+    )

@@ -28,13 +28,11 @@ from engine.events import RprProgress, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
 from engine.rollout.harnesses import HARNESSES
 from engine.rollout.runner import EpisodeJob
+from engine.rpr import checkpoints
 from engine.rpr.rollouts import Rollout, load_rollout
 from engine.stage import KeyedStage, StageContext, round_seed
 from engine.store.records import MetricPoint
 from engine.tasks import Task
-
-STATE_FILE = "trainer_state.pt"
-METADATA = "trsi-checkpoint.json"
 
 
 class RprError(RuntimeError):
@@ -58,15 +56,24 @@ def sampler_warning(ratio: float) -> str:
     PPO's updates are then off-policy by more than its clipping assumes (docs/rpr.md)."""
     if math.isnan(ratio) or 0.8 <= ratio <= 1.25:
         return ""
-    return (f"; WARNING: trainer and sampler disagree on the sampled tokens (mean ratio {ratio:.3g}); "
-            "with the bundled model train in fp32 ([rpr] load_4bit = false)")
+    return (
+        f"; WARNING: trainer and sampler disagree on the sampled tokens (mean ratio {ratio:.3g}); "
+        "with the bundled model train in fp32 ([rpr] load_4bit = false)"
+    )
 
 
 class RprStage(KeyedStage):
     error = RprError
 
-    def __init__(self, ctx: StageContext, *, round: int, model: str, settings: RprConfig | None = None,
-                 critic_from: Path | None = None) -> None:
+    def __init__(
+        self,
+        ctx: StageContext,
+        *,
+        round: int,
+        model: str,
+        settings: RprConfig | None = None,
+        critic_from: Path | None = None,
+    ) -> None:
         """`critic_from`: a previous RPR checkpoint whose critic (adapter + value head) is inherited."""
         super().__init__(ctx)
         self.round, self.model, self.tasks_path = round, model, ctx.tasks
@@ -86,12 +93,7 @@ class RprStage(KeyedStage):
     @classmethod
     def latest_checkpoint(cls, checkpoints_dir: Path, round: int) -> Path | None:
         """The newest complete checkpoint of RPR stage `round` (the next stage inherits its critic)."""
-        directory = cls.stage_dir(checkpoints_dir, round)
-        pointer = directory / "latest"
-        if not pointer.is_file():
-            return None
-        path = directory / pointer.read_text().strip()
-        return path if (path / STATE_FILE).is_file() else None
+        return checkpoints.latest(cls.stage_dir(checkpoints_dir, round))
 
     @property
     def run_id(self) -> str:
@@ -109,37 +111,8 @@ class RprStage(KeyedStage):
     def latest(self) -> Path | None:
         return self.latest_checkpoint(self.ctx.checkpoints_dir, self.round)
 
-    def _save(self, ac, optimizers, schedulers, rng: random.Random, *, iteration: int, global_step: int,
-              served: str, lineage: dict, export_base: str | None) -> Path:
-        """`export_base`: also export the actor as a llama.cpp LoRA (actor.gguf), against this base."""
-        import torch
-
-        from engine.training.gguf_export import export_lora_gguf
-
-        name = f"iter-{iteration + 1:03d}"
-        tmp = self.dir / f"{name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        ac.save(tmp)
-        if export_base is not None:
-            export_lora_gguf(tmp / "actor", Path(export_base), tmp / "actor.gguf")
-        torch.save({
-            "optimizers": [o.state_dict() for o in optimizers], "schedulers": [s.state_dict() for s in schedulers],
-            "torch_rng": torch.get_rng_state(), "python_rng": rng.getstate(),
-            "cursor": iteration + 1, "global_step": global_step,
-        }, tmp / STATE_FILE)
-        (tmp / METADATA).write_text(json.dumps({**lineage, "iteration": iteration + 1, "global_step": global_step,
-                                                "actor_spec": served}, indent=2))
-        final = self.dir / name
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        pointer = self.dir / "latest.tmp"
-        pointer.write_text(name)
-        pointer.rename(self.dir / "latest")
-        for old in sorted(self.dir.glob("iter-*")):
-            # A resume needs only the latest; the served actor may live in an earlier one.
-            if old.is_dir() and old.name != name and str(old / "actor") not in served:
-                shutil.rmtree(old, ignore_errors=True)
-        return final
+    def _save(self, ac, optimizers, schedulers, rng: random.Random, **kwargs) -> Path:
+        return checkpoints.save(self.dir, ac, optimizers, schedulers, rng, **kwargs)
 
     # -- rollouts ----------------------------------------------------------------------------
     def _tasks(self) -> list[Task]:
@@ -182,11 +155,25 @@ class RprStage(KeyedStage):
             policy = self._rollout_policy(spec)
             s = self.settings
 
-            jobs = [(key, EpisodeJob(task, self.agent_factory(policy, s.harness, temperature=s.temperature, seed=seed,
-                                                              max_turns=s.max_turns), attempt=iteration))
-                    for key, task, seed in todo]
-            self.run_keyed(f"rpr/{self.round}/{iteration}", jobs, kind="rpr-rollout",
-                           what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}")
+            jobs = [
+                (
+                    key,
+                    EpisodeJob(
+                        task,
+                        self.agent_factory(
+                            policy, s.harness, temperature=s.temperature, seed=seed, max_turns=s.max_turns
+                        ),
+                        attempt=iteration,
+                    ),
+                )
+                for key, task, seed in todo
+            ]
+            self.run_keyed(
+                f"rpr/{self.round}/{iteration}",
+                jobs,
+                kind="rpr-rollout",
+                what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}",
+            )
         done = self.store.rpr.jobs(self.round, iteration)
         return [load_rollout(self.store, done[key]) for key, _, _ in plan if key in done], time.monotonic() - started
 
@@ -196,8 +183,11 @@ class RprStage(KeyedStage):
         self.bus.emit(RprProgress(self.round, iteration, self.total, phase, detail))
 
     def _log(self, step: int, values: dict[str, float]) -> None:
-        points = [MetricPoint(self.run_id, self.stage_name, name, step, float(v))
-                  for name, v in values.items() if v is not None and not math.isnan(v)]
+        points = [
+            MetricPoint(self.run_id, self.stage_name, name, step, float(v))
+            for name, v in values.items()
+            if v is not None and not math.isnan(v)
+        ]
         self.store.metrics.log(points)
         for p in points:
             self.bus.emit(TrainingStep(p.run_id, p.stage, p.name, p.step, p.value))
@@ -214,13 +204,23 @@ class RprStage(KeyedStage):
         base, start_adapter = trainable_weights(self.model)
         record = self.store.rpr.run(self.round)
         if record is None:
-            self.store.rpr.put_run(self.round, model=self.model, tasks_path=str(self.tasks_path),
-                                   settings=s.model_dump_json(), status="running", iteration=0, checkpoint="",
-                                   start_adapter=start_adapter or "",
-                                   critic_from=str(self.critic_from or ""), detail="")
+            self.store.rpr.put_run(
+                self.round,
+                model=self.model,
+                tasks_path=str(self.tasks_path),
+                settings=s.model_dump_json(),
+                status="running",
+                iteration=0,
+                checkpoint="",
+                start_adapter=start_adapter or "",
+                critic_from=str(self.critic_from or ""),
+                detail="",
+            )
         elif record.model != self.model:
-            raise RprError(f"RPR stage {self.round} was started with model {record.model!r}, not {self.model!r}; "
-                           "resume it with the same model or pick another round number")
+            raise RprError(
+                f"RPR stage {self.round} was started with model {record.model!r}, not {self.model!r}; "
+                "resume it with the same model or pick another round number"
+            )
         elif record.status == "done" and record.checkpoint:
             return self.report()
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -231,25 +231,37 @@ class RprStage(KeyedStage):
         critic_src = latest or self.critic_from
         torch.manual_seed(self.seed)  # fresh adapters start from the same random A matrices every time
         ac = ActorCritic.load(
-            base, actor_adapter=Path(latest / "actor") if latest else (Path(start_adapter) if start_adapter else None),
+            base,
+            actor_adapter=Path(latest / "actor") if latest else (Path(start_adapter) if start_adapter else None),
             critic_adapter=critic_src / "critic" if critic_src else None,
             value_head=critic_src / "value_head.pt" if critic_src else None,
-            reference=s.reference, reference_adapter=Path(start_adapter) if start_adapter else None,
-            lora=LoraShape(s.rank, s.alpha), load_4bit=s.load_4bit, temperature=s.temperature)
+            reference=s.reference,
+            reference_adapter=Path(start_adapter) if start_adapter else None,
+            lora=LoraShape(s.rank, s.alpha),
+            load_4bit=s.load_4bit,
+            temperature=s.temperature,
+        )
         optimizers, schedulers = make_optimizers(ac, s)
         rng = random.Random(self.seed)
         cursor, global_step, served = 0, 0, self.model
         if latest is not None:
-            state = torch.load(latest / STATE_FILE, map_location="cpu", weights_only=False)
+            state = torch.load(latest / checkpoints.STATE_FILE, map_location="cpu", weights_only=False)
             for obj, saved in zip([*optimizers, *schedulers], [*state["optimizers"], *state["schedulers"]]):
                 obj.load_state_dict(saved)
             torch.set_rng_state(state["torch_rng"])
             rng.setstate(state["python_rng"])
             cursor, global_step = state["cursor"], state["global_step"]
-            served = json.loads((latest / METADATA).read_text())["actor_spec"]
-        lineage = {"kind": "rpr", "stage": self.stage_name, "parent": self.model, "base_model": base,
-                   "critic_from": str(self.critic_from or ""), "tasks": str(self.tasks_path), "split": s.split,
-                   "config": json.loads(s.model_dump_json())}
+            served = json.loads((latest / checkpoints.METADATA).read_text())["actor_spec"]
+        lineage = {
+            "kind": "rpr",
+            "stage": self.stage_name,
+            "parent": self.model,
+            "base_model": base,
+            "critic_from": str(self.critic_from or ""),
+            "tasks": str(self.tasks_path),
+            "split": s.split,
+            "config": json.loads(s.model_dump_json()),
+        }
 
         for iteration in range(cursor, self.total):
             warmup = iteration < s.critic_warmup_rounds
@@ -258,41 +270,71 @@ class RprStage(KeyedStage):
             rollouts, rollout_s = self.rollouts(tasks, iteration, served)
             if self.should_stop():
                 raise InterruptedError(f"RPR stage {self.round} stopped")
-            self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): PPO on "
-                                             f"{len(rollouts)} episode(s)" + (", actor frozen" if warmup else ""))
-            stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=not warmup, rng=rng,
-                               should_stop=self.should_stop)
+            self._progress(
+                iteration,
+                phase,
+                f"round {iteration + 1}/{self.total} ({phase}): PPO on "
+                f"{len(rollouts)} episode(s)" + (", actor frozen" if warmup else ""),
+            )
+            stats = ppo_update(
+                ac, rollouts, s, optimizers, schedulers, train_actor=not warmup, rng=rng, should_stop=self.should_stop
+            )
             global_step += stats.optimizer_steps
             moved = not warmup and stats.optimizer_steps > 0
             if moved:
                 # Served from the checkpoint's final directory (written as .tmp, then renamed).
                 actor_dir = self.dir / f"iter-{iteration + 1:03d}" / "actor"
-                served = served_spec(self.model, actor_dir,
-                                     actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None)
+                served = served_spec(
+                    self.model, actor_dir, actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None
+                )
             episode_s = sum(r.duration_s for r in rollouts) or 1.0
             generation = sum(r.generation_s for r in rollouts)
             # Logged before the checkpoint: a kill in between reruns the round, whose points then
             # overwrite these (keyed by step), instead of losing the round's metrics.
-            self._log(iteration + 1, {
-                "rpr/warmup": 1.0 if warmup else 0.0, "rpr/reward": stats.mean_reward,
-                "rpr/success": stats.success_rate, "ppo/value_loss": stats.value_loss,
-                "ppo/explained_variance": stats.explained_variance, "ppo/policy_loss": stats.policy_loss,
-                "ppo/kl": stats.kl, "ppo/entropy": stats.entropy, "ppo/clip_fraction": stats.clip_fraction,
-                "ppo/sampler_ratio": stats.sampler_ratio, "ppo/sampler_log_ratio_max": stats.sampler_log_ratio_max,
-                "ppo/episodes": stats.episodes, "ppo/skipped_infra": stats.skipped_infra,
-                "ppo/skipped_long": stats.skipped_long, "ppo/tokens": stats.tokens,
-                "time/rollout_s": rollout_s, "time/train_s": stats.seconds,
-                "time/generation_share": generation / episode_s,
-            })
+            self._log(
+                iteration + 1,
+                {
+                    "rpr/warmup": 1.0 if warmup else 0.0,
+                    "rpr/reward": stats.mean_reward,
+                    "rpr/success": stats.success_rate,
+                    "ppo/value_loss": stats.value_loss,
+                    "ppo/explained_variance": stats.explained_variance,
+                    "ppo/policy_loss": stats.policy_loss,
+                    "ppo/kl": stats.kl,
+                    "ppo/entropy": stats.entropy,
+                    "ppo/clip_fraction": stats.clip_fraction,
+                    "ppo/sampler_ratio": stats.sampler_ratio,
+                    "ppo/sampler_log_ratio_max": stats.sampler_log_ratio_max,
+                    "ppo/episodes": stats.episodes,
+                    "ppo/skipped_infra": stats.skipped_infra,
+                    "ppo/skipped_long": stats.skipped_long,
+                    "ppo/tokens": stats.tokens,
+                    "time/rollout_s": rollout_s,
+                    "time/train_s": stats.seconds,
+                    "time/generation_share": generation / episode_s,
+                },
+            )
             saved_at = time.monotonic()
-            self._save(ac, optimizers, schedulers, rng, iteration=iteration, global_step=global_step, served=served,
-                       lineage=lineage, export_base=base if moved and self.model.startswith("bundled:") else None)
+            self._save(
+                ac,
+                optimizers,
+                schedulers,
+                rng,
+                iteration=iteration,
+                global_step=global_step,
+                served=served,
+                lineage=lineage,
+                export_base=base if moved and self.model.startswith("bundled:") else None,
+            )
             self._log(iteration + 1, {"time/checkpoint_s": time.monotonic() - saved_at})
             self.store.rpr.put_run(self.round, iteration=iteration + 1)
-            self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): reward "
-                                             f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
-                                             f"explained variance {stats.explained_variance:.3f}"
-                           + sampler_warning(stats.sampler_ratio))
+            self._progress(
+                iteration,
+                phase,
+                f"round {iteration + 1}/{self.total} ({phase}): reward "
+                f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
+                f"explained variance {stats.explained_variance:.3f}" + sampler_warning(stats.sampler_ratio),
+            )
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
         self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
         return self.report()
@@ -312,5 +354,13 @@ class RprStage(KeyedStage):
             by_step.setdefault(p.step, {"round": p.step})[p.name] = p.value
         history = [by_step[k] for k in sorted(by_step)]
         latest = self.latest()
-        return RprReport(self.round, done, self.settings.critic_warmup_rounds, episodes, successes,
-                         record.checkpoint if record is not None else "", str(latest or ""), tuple(history))
+        return RprReport(
+            self.round,
+            done,
+            self.settings.critic_warmup_rounds,
+            episodes,
+            successes,
+            record.checkpoint if record is not None else "",
+            str(latest or ""),
+            tuple(history),
+        )

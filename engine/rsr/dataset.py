@@ -14,8 +14,15 @@ from engine.rollout.token_buffer import ChatTokenizer, TokenBuffer
 from engine.store.records import Provenance, Sample
 
 
-def build_sample(tok: ChatTokenizer, opening: list[dict], steps: list[AgentStep] | tuple[AgentStep, ...], *,
-                 runbook: str, provenance: Provenance, tools: list[dict] | None = None) -> Sample:
+def build_sample(
+    tok: ChatTokenizer,
+    opening: list[dict],
+    steps: list[AgentStep] | tuple[AgentStep, ...],
+    *,
+    runbook: str,
+    provenance: Provenance,
+    tools: list[dict] | None = None,
+) -> Sample:
     """`opening` is the replay's system and user messages as sent (the user one ends with the runbook)."""
     if not steps or any(not s.token_ids for s in steps):
         raise ValueError("a sample needs steps with their sampled token ids (a local policy's episode)")
@@ -27,8 +34,7 @@ def build_sample(tok: ChatTokenizer, opening: list[dict], steps: list[AgentStep]
         if i == len(steps) - 1:
             break
         messages.append({"role": "assistant", "content": step.action_text})
-        buf.add_observation(tok, messages, step.output, sampled_stopped=step.token_ids[-1] in tok.stop_ids,
-                            tools=tools)
+        buf.add_observation(tok, messages, step.output, sampled_stopped=step.token_ids[-1] in tok.stop_ids, tools=tools)
         messages.append({"role": "user", "content": step.output})
     return Sample(tuple(buf.ids), tuple(buf.mask), provenance)
 

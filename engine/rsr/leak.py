@@ -45,7 +45,7 @@ def _norm(text: str) -> str:
 
 def _ngrams(text: str) -> list[tuple[str, ...]]:
     words = text.split()
-    return [tuple(words[i:i + N]) for i in range(len(words) - N + 1)]
+    return [tuple(words[i : i + N]) for i in range(len(words) - N + 1)]
 
 
 def read_protected_files(*directories: Path) -> list[str]:
@@ -90,7 +90,12 @@ def scan(runbook: str, protected: Protected) -> LeakReport:
         candidates += [a or b for a, b in _QUOTED.findall(text)]
         for fragment in candidates:
             fragment = _norm(fragment)
-            if len(fragment) >= MIN_FRAGMENT and fragment in body and fragment not in allowed and fragment not in matches:
+            if (
+                len(fragment) >= MIN_FRAGMENT
+                and fragment in body
+                and fragment not in allowed
+                and fragment not in matches
+            ):
                 matches.append(fragment)
     grams = _ngrams(body)
     if not grams:
@@ -100,7 +105,7 @@ def scan(runbook: str, protected: Protected) -> LeakReport:
     leaked = [i for i, g in enumerate(grams) if g in protected_grams and g not in allowed_grams]
     for span in _spans(leaked):
         words = body.split()
-        matches.append(" ".join(words[span[0]: span[1] + N]))
+        matches.append(" ".join(words[span[0] : span[1] + N]))
     score = len(leaked) / len(grams)
     return LeakReport(round(score, 4), tuple(dict.fromkeys(matches)))
 

@@ -94,18 +94,34 @@ def template_runbook(instruction: str, steps) -> str:
     goal = " ".join(instruction.strip().split())
     numbered = []
     for step in steps:
-        for command in (step.command.splitlines() if step.command else []):
+        for command in step.command.splitlines() if step.command else []:
             numbered.append(f"{len(numbered) + 1}. `{command}`")
-    return (f"# Goal\n{goal}\n\n## Preconditions\n- The files the task names are in place.\n\n## Steps\n"
-            + "\n".join(numbered) + "\n\n## Check\nRe-read the files the task names and compare them with the goal.\n")
+    return (
+        f"# Goal\n{goal}\n\n## Preconditions\n- The files the task names are in place.\n\n## Steps\n"
+        + "\n".join(numbered)
+        + "\n\n## Check\nRe-read the files the task names and compare them with the goal.\n"
+    )
 
 
-def draft_runbook(policy, instruction: str, steps, *, temperature: float = 0.3, seed: int | None = None,
-                  retries: int = 2, template_fallback: bool = True, max_tokens: int = 400) -> Draft:
+def draft_runbook(
+    policy,
+    instruction: str,
+    steps,
+    *,
+    temperature: float = 0.3,
+    seed: int | None = None,
+    retries: int = 2,
+    template_fallback: bool = True,
+    max_tokens: int = 400,
+) -> Draft:
     problems: list[str] = []
     for attempt in range(1, retries + 2):
-        gen = policy.generate(planner_messages(instruction, steps), max_tokens=max_tokens, temperature=temperature,
-                              seed=None if seed is None else seed * 100 + attempt)
+        gen = policy.generate(
+            planner_messages(instruction, steps),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=None if seed is None else seed * 100 + attempt,
+        )
         text = gen.text.strip()
         problems = format_problems(text)
         if not problems:

@@ -27,15 +27,17 @@ _KEYS = ("format_ok", "artifacts_named", "leakage_suspected", "approve")
 
 
 def reviewer_messages(instruction: str, runbook: str) -> list[dict]:
-    return [{"role": "system", "content": REVIEWER_SYSTEM},
-            {"role": "user", "content": f"Task:\n{instruction.strip()}\n\nRunbook:\n{runbook.strip()}\n\nJSON verdict:"}]
+    return [
+        {"role": "system", "content": REVIEWER_SYSTEM},
+        {"role": "user", "content": f"Task:\n{instruction.strip()}\n\nRunbook:\n{runbook.strip()}\n\nJSON verdict:"},
+    ]
 
 
 def parse_verdict(text: str) -> ReviewVerdict | None:
     """The first JSON object in the reply with the four flags; None if there is none."""
     for match in re.finditer(r"\{", text):
         try:
-            obj, _ = json.JSONDecoder().raw_decode(text[match.start():])
+            obj, _ = json.JSONDecoder().raw_decode(text[match.start() :])
         except json.JSONDecodeError:
             continue
         if not isinstance(obj, dict) or not all(k in obj for k in _KEYS):
@@ -64,13 +66,25 @@ def artifacts_missing(instruction: str, runbook: str) -> list[str]:
     return [p for p in dict.fromkeys(_PATH.findall(instruction)) if p not in runbook]
 
 
-def review_runbook(policy, instruction: str, runbook: str, *, seed: int | None = None, retries: int = 2,
-                   unparseable: str = "reject", max_tokens: int = 200) -> tuple[ReviewVerdict, str]:
+def review_runbook(
+    policy,
+    instruction: str,
+    runbook: str,
+    *,
+    seed: int | None = None,
+    retries: int = 2,
+    unparseable: str = "reject",
+    max_tokens: int = 200,
+) -> tuple[ReviewVerdict, str]:
     """The combined verdict, and the reviewer model's last raw reply (stored for inspection)."""
     model_verdict, raw = None, ""
     for attempt in range(1, retries + 2):
-        gen = policy.generate(reviewer_messages(instruction, runbook), max_tokens=max_tokens, temperature=0.0
-                              if attempt == 1 else 0.7, seed=None if seed is None else seed * 100 + attempt)
+        gen = policy.generate(
+            reviewer_messages(instruction, runbook),
+            max_tokens=max_tokens,
+            temperature=0.0 if attempt == 1 else 0.7,
+            seed=None if seed is None else seed * 100 + attempt,
+        )
         raw = gen.text
         model_verdict = parse_verdict(raw)
         if model_verdict is not None:
@@ -80,8 +94,10 @@ def review_runbook(policy, instruction: str, runbook: str, *, seed: int | None =
     reasons = [f"format: {p}" for p in problems] + [f"does not name {p}" for p in missing]
     format_ok, artifacts_named = not problems, not missing
     if model_verdict is None:
-        reasons.append(f"reviewer reply was not a JSON verdict after {retries + 1} tries"
-                       + (" (abstained: deterministic checks decide)" if unparseable == "abstain" else ""))
+        reasons.append(
+            f"reviewer reply was not a JSON verdict after {retries + 1} tries"
+            + (" (abstained: deterministic checks decide)" if unparseable == "abstain" else "")
+        )
         leakage, model_approves = False, unparseable == "abstain"
     else:
         reasons += [f"reviewer: {r}" for r in model_verdict.reasons]

@@ -54,8 +54,9 @@ class RoundReport:
 class RsrRound(KeyedStage):
     error = RsrError
 
-    def __init__(self, ctx: StageContext, *, round: int, model: str, settings: RsrConfig | None = None,
-                 policy=None) -> None:
+    def __init__(
+        self, ctx: StageContext, *, round: int, model: str, settings: RsrConfig | None = None, policy=None
+    ) -> None:
         """`policy`: an already loaded policy for `model` (the context loads it otherwise)."""
         super().__init__(ctx)
         self.round, self.model, self.tasks_path = round, model, ctx.tasks
@@ -68,8 +69,10 @@ class RsrRound(KeyedStage):
 
         kind = parse_model_spec(model).kind  # a bad spec fails here, not after an hour of exploring
         if kind not in ("bundled", "hf"):
-            raise RsrError(f"RSR trains the actor, so it needs transformers weights: {model!r} is a {kind}: spec; "
-                           "use bundled:NAME or hf:PATH")
+            raise RsrError(
+                f"RSR trains the actor, so it needs transformers weights: {model!r} is a {kind}: spec; "
+                "use bundled:NAME or hf:PATH"
+            )
         unknown = [h for h in self.settings.harnesses if h not in HARNESSES]
         if unknown:
             raise RsrError(f"unknown harness(es) {', '.join(unknown)}; available: {', '.join(sorted(HARNESSES))}")
@@ -102,20 +105,29 @@ class RsrRound(KeyedStage):
 
     def _run_jobs(self, stage: str, jobs: list[tuple[str, EpisodeJob]]) -> None:
         """Run keyed jobs; each finished episode is linked to its key the moment it is stored."""
-        self.run_keyed(f"rsr/{self.round}/{stage}", jobs, kind=f"rsr-{stage}",
-                       what=f"RSR round {self.round} during {stage}")
+        self.run_keyed(
+            f"rsr/{self.round}/{stage}", jobs, kind=f"rsr-{stage}", what=f"RSR round {self.round} during {stage}"
+        )
 
     # -- the round ---------------------------------------------------------------------------
     def run(self) -> RoundReport:
         tasks = self._tasks()
         record = self.store.rsr.round(self.round)
         if record is None:
-            self.store.rsr.put_round(self.round, model=self.model, tasks_path=str(self.tasks_path),
-                                     settings=self.settings.model_dump_json(), stage="explore", checkpoint="",
-                                     detail="")
+            self.store.rsr.put_round(
+                self.round,
+                model=self.model,
+                tasks_path=str(self.tasks_path),
+                settings=self.settings.model_dump_json(),
+                stage="explore",
+                checkpoint="",
+                detail="",
+            )
         elif record.model != self.model:
-            raise RsrError(f"round {self.round} was started with model {record.model!r}, not {self.model!r}; "
-                           "resume it with the same model or pick another round number")
+            raise RsrError(
+                f"round {self.round} was started with model {record.model!r}, not {self.model!r}; "
+                "resume it with the same model or pick another round number"
+            )
         notes: list[str] = []
         _ = self.policy  # load it here, on the calling thread, before episode threads need it
         self.explore(tasks)
@@ -145,8 +157,14 @@ class RsrRound(KeyedStage):
         self._progress("explore", f"{wins} attempt(s) passed every check")
 
     def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
-        return self.agent_factory(self.policy, harness, temperature=self.settings.temperature, seed=seed,
-                                  max_turns=self.settings.max_turns, guidance=guidance)
+        return self.agent_factory(
+            self.policy,
+            harness,
+            temperature=self.settings.temperature,
+            seed=seed,
+            max_turns=self.settings.max_turns,
+            guidance=guidance,
+        )
 
     def write_runbooks(self, tasks: dict[str, Task]) -> None:
         successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr.jobs(self.round, "explore").items() if ok)
@@ -166,20 +184,28 @@ class RsrRound(KeyedStage):
             reviewer = reviewer or self._helper(self.settings.reviewer)
             task = tasks[name]
             steps = self.store.runs.steps(episode_id)
-            draft = draft_runbook(planner, task.instruction, steps, seed=self.seed + len(existing),
-                                  template_fallback=self.settings.template_fallback)
+            draft = draft_runbook(
+                planner,
+                task.instruction,
+                steps,
+                seed=self.seed + len(existing),
+                template_fallback=self.settings.template_fallback,
+            )
             verifier_output = self.store.runs.verifier_output(episode_id)
             allowed = task.instruction + "\n" + trajectory_text(steps)
             leak = scan(draft.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
-            verdict, raw = review_runbook(reviewer, task.instruction, draft.text, seed=self.seed,
-                                          unparseable=self.settings.reviewer_unparseable)
+            verdict, raw = review_runbook(
+                reviewer, task.instruction, draft.text, seed=self.seed, unparseable=self.settings.reviewer_unparseable
+            )
             if self.settings.approval == "manual":
                 status, by = "pending", ""
             else:
                 status, by = ("approved" if verdict.approve and not leak.leaked else "rejected"), "auto"
             runbook_id = self.store.runbooks.add(
                 RunbookDraft(name, self.round, episode_id, draft.text, harness, leak, verdict, draft.author, raw),
-                status=status, decided_by=by)
+                status=status,
+                decided_by=by,
+            )
             existing.add(episode_id)
             per_task[name] = per_task.get(name, 0) + 1
             self.bus.emit(RunbookDrafted(self.round, runbook_id, name, status))
@@ -214,8 +240,9 @@ class RsrRound(KeyedStage):
                 if key in done:
                     continue
                 seed = round_seed(self.seed, self.round, 7 * k + 1)
-                jobs.append((key, EpisodeJob(tasks[rb.task], self._agent_factory(rb.harness, seed, rb.text),
-                                             attempt=k)))
+                jobs.append(
+                    (key, EpisodeJob(tasks[rb.task], self._agent_factory(rb.harness, seed, rb.text), attempt=k))
+                )
         self._progress("replay", f"{len(jobs)} replay(s) to run with approved runbooks")
         if jobs:
             self._run_jobs("replay", jobs)
@@ -235,9 +262,16 @@ class RsrRound(KeyedStage):
             if scan(actions, protected_for(task.path, allowed=allowed)).leaked:
                 rejected += 1  # the replay's own actions carry protected text: not training data
                 continue
-            fresh.append(build_sample(self.policy, model.messages[:2], steps, runbook=rb.text,
-                                      provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id,
-                                                            rb.id), tools=get_harness(rb.harness).tools))
+            fresh.append(
+                build_sample(
+                    self.policy,
+                    model.messages[:2],
+                    steps,
+                    runbook=rb.text,
+                    provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id, rb.id),
+                    tools=get_harness(rb.harness).tools,
+                )
+            )
         added = self.store.rsr.add_samples(self.round, fresh)
         samples = self.store.rsr.samples(self.round)
         self._progress("dataset", f"{len(samples)} sample(s) ({added} new; {rejected} replay(s) dropped for leaks)")
@@ -257,9 +291,17 @@ class RsrRound(KeyedStage):
         if adapter:
             notes.append(f"continues the adapter {adapter} on {base}")
         s = self.settings.sft
-        config = SftConfig(rank=s.rank, alpha=s.alpha, learning_rate=s.learning_rate, epochs=s.epochs,
-                           batch_samples=s.batch_samples, max_len=s.max_len, load_4bit=s.load_4bit,
-                           packing=s.packing, seed=self.seed)
+        config = SftConfig(
+            rank=s.rank,
+            alpha=s.alpha,
+            learning_rate=s.learning_rate,
+            epochs=s.epochs,
+            batch_samples=s.batch_samples,
+            max_len=s.max_len,
+            load_4bit=s.load_4bit,
+            packing=s.packing,
+            seed=self.seed,
+        )
         run_id = f"rsr-{self.round}-sft"
         stage = f"RSR-{self.round}"
 
@@ -268,8 +310,9 @@ class RsrRound(KeyedStage):
             self.bus.emit(TrainingStep(run_id, stage, "sft/loss", step, loss))
 
         self._progress("sft", f"QLoRA on {len(samples)} sample(s), base {base}")
-        result = train_sft(base, samples, self.checkpoint_dir, config, on_step=on_step, should_stop=self.should_stop,
-                           adapter=adapter)
+        result = train_sft(
+            base, samples, self.checkpoint_dir, config, on_step=on_step, should_stop=self.should_stop, adapter=adapter
+        )
         gguf_file = export_lora_gguf(result.checkpoint, Path(base), self.checkpoint_dir / "adapter.gguf")
         served = served_spec(self.model, result.checkpoint, gguf_file if self.model.startswith("bundled:") else None)
         self.store.rsr.put_round(self.round, checkpoint=served)
@@ -278,6 +321,15 @@ class RsrRound(KeyedStage):
     def report(self, checkpoint: str, notes: list[str]) -> RoundReport:
         explore = self.store.rsr.jobs(self.round, "explore")
         replay = self.store.rsr.jobs(self.round, "replay")
-        return RoundReport(self.round, "done", len(explore), sum(ok for _, ok in explore.values()),
-                           self._runbook_counts(), len(replay), sum(ok for _, ok in replay.values()),
-                           len(self.store.rsr.samples(self.round)), checkpoint, tuple(notes))
+        return RoundReport(
+            self.round,
+            "done",
+            len(explore),
+            sum(ok for _, ok in explore.values()),
+            self._runbook_counts(),
+            len(replay),
+            sum(ok for _, ok in replay.values()),
+            len(self.store.rsr.samples(self.round)),
+            checkpoint,
+            tuple(notes),
+        )

@@ -84,7 +84,7 @@ def load_trainable(base: str, config: SftConfig, adapter: str | None = None):
 def batches(samples: list[Sample], config: SftConfig, epoch: int) -> list[list[Sample]]:
     order = list(samples)
     random.Random(config.seed * 1000 + epoch).shuffle(order)
-    return [order[i:i + config.batch_samples] for i in range(0, len(order), config.batch_samples)]
+    return [order[i : i + config.batch_samples] for i in range(0, len(order), config.batch_samples)]
 
 
 def collate(batch: list[Sample], max_len: int, pad_id: int):
@@ -111,8 +111,9 @@ def action_loss(model, input_ids, attention_mask, labels, position_ids=None):
     import torch.nn.functional as F
 
     causal_lm = model.get_base_model() if hasattr(model, "get_base_model") else model
-    hidden = causal_lm.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             use_cache=False).last_hidden_state
+    hidden = causal_lm.model(
+        input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, use_cache=False
+    ).last_hidden_state
     targets = labels[:, 1:]
     where = targets != -100
     logits = causal_lm.lm_head(hidden[:, :-1][where]).float()
@@ -154,9 +155,16 @@ def collate_packed(batch: list[Sample], max_len: int, pad_id: int):
     return input_ids, labels, attention, positions, real_tokens
 
 
-def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig = SftConfig(), *,
-              on_step: Callable[[int, float, int], None] | None = None, should_stop: Callable[[], bool] | None = None,
-              adapter: str | None = None) -> SftResult:
+def train_sft(
+    base: str,
+    samples: list[Sample],
+    out_dir: Path,
+    config: SftConfig = SftConfig(),
+    *,
+    on_step: Callable[[int, float, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    adapter: str | None = None,
+) -> SftResult:
     """`adapter`: a peft adapter directory to continue training (the parent checkpoint's actor)."""
     import torch
 
@@ -179,8 +187,9 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
                 raise InterruptedError("SFT stopped before it finished")
             if config.packing:
                 input_ids, labels, attention, positions, real = collate_packed(batch, config.max_len, pad_id)
-                input_ids, labels, attention, positions = (t.to(device) for t in (input_ids, labels, attention,
-                                                                                   positions))
+                input_ids, labels, attention, positions = (
+                    t.to(device) for t in (input_ids, labels, attention, positions)
+                )
                 loss = action_loss(model, input_ids, attention, labels, positions)
             else:
                 input_ids, labels, attention = collate(batch, config.max_len, pad_id)
@@ -202,11 +211,21 @@ def train_sft(base: str, samples: list[Sample], out_dir: Path, config: SftConfig
     adapter_dir = out_dir / "adapter"
     model.save_pretrained(adapter_dir)
     metadata = {
-        "kind": "sft-lora", "base_model": base, "parent_adapter": adapter or "", "data_hash": data_hash(samples), "samples": len(samples),
+        "kind": "sft-lora",
+        "base_model": base,
+        "parent_adapter": adapter or "",
+        "data_hash": data_hash(samples),
+        "samples": len(samples),
         "config": {**asdict(config), "target_modules": list(config.target_modules)},
-        "metrics": {"steps": step, "tokens": tokens, "action_tokens": action_tokens,
-                    "first_loss": losses[0], "final_loss": losses[-1], "seconds": round(seconds, 2),
-                    "tokens_per_second": round(tokens / seconds, 1) if seconds else None},
+        "metrics": {
+            "steps": step,
+            "tokens": tokens,
+            "action_tokens": action_tokens,
+            "first_loss": losses[0],
+            "final_loss": losses[-1],
+            "seconds": round(seconds, 2),
+            "tokens_per_second": round(tokens / seconds, 1) if seconds else None,
+        },
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     (out_dir / METADATA).write_text(json.dumps(metadata, indent=2))

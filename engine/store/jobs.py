@@ -17,8 +17,10 @@ class JobRepository:
 
     def done(self, scope: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
         with self._d.lock:
-            self._d.db["jobs"].upsert({"scope": scope, "key": key, "run_id": run_id, "episode_id": episode_id,
-                                       "success": int(success)}, pk=("scope", "key"))
+            self._d.db["jobs"].upsert(
+                {"scope": scope, "key": key, "run_id": run_id, "episode_id": episode_id, "success": int(success)},
+                pk=("scope", "key"),
+            )
 
     def finished(self, scope: str) -> dict[str, JobRecord]:
         """key -> the job's record, in the order the jobs finished."""

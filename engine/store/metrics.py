@@ -14,8 +14,9 @@ class MetricRepository:
 
     def log(self, points: list[MetricPoint]) -> None:
         with self._d.lock, self._d.db.atomic():
-            self._d.db["metrics"].upsert_all(({k: v for k, v in asdict(p).items() if k != "seq"} for p in points),
-                                             pk=("run_id", "name", "step"))
+            self._d.db["metrics"].upsert_all(
+                ({k: v for k, v in asdict(p).items() if k != "seq"} for p in points), pk=("run_id", "name", "step")
+            )
 
     def points(self, run_id: str, name: str | None = None, after_rowid: int = 0) -> list[MetricPoint]:
         """A run's points by name and step; `after_rowid` reads only points written after an earlier read."""

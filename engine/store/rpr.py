@@ -16,16 +16,23 @@ class RprRepository:
         if not rows:
             return None
         r = rows[0]
-        return RprRunRecord(r["round"], r["model"] or "", r["tasks_path"] or "", r["settings"] or "{}",
-                            r["status"] or "", r["iteration"] or 0, r["checkpoint"] or "", r["start_adapter"] or "",
-                            r["critic_from"] or "", r["detail"] or "", r["updated_at"] or "")
+        return RprRunRecord(
+            r["round"],
+            r["model"] or "",
+            r["tasks_path"] or "",
+            r["settings"] or "{}",
+            r["status"] or "",
+            r["iteration"] or 0,
+            r["checkpoint"] or "",
+            r["start_adapter"] or "",
+            r["critic_from"] or "",
+            r["detail"] or "",
+            r["updated_at"] or "",
+        )
 
     def put_run(self, round: int, **fields: object) -> None:
         with self._d.lock:
             self._d.db["rpr_runs"].upsert({"round": round, **fields, "updated_at": now()}, pk="round")
-
-    def job_done(self, round: int, iteration: int, key: str, run_id: str, episode_id: str, success: bool) -> None:
-        self._jobs.done(f"rpr/{round}/{iteration}", key, run_id, episode_id, success)
 
     def jobs(self, round: int, iteration: int) -> dict[str, str]:
         """Finished rollouts of one RPR iteration: key -> episode id."""

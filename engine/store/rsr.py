@@ -18,8 +18,16 @@ class RsrRepository:
         if not rows:
             return None
         r = rows[0]
-        return RsrRoundRecord(r["round"], r["model"] or "", r["tasks_path"] or "", r["settings"] or "{}",
-                              r["stage"] or "", r["checkpoint"] or "", r["detail"] or "", r["updated_at"] or "")
+        return RsrRoundRecord(
+            r["round"],
+            r["model"] or "",
+            r["tasks_path"] or "",
+            r["settings"] or "{}",
+            r["stage"] or "",
+            r["checkpoint"] or "",
+            r["detail"] or "",
+            r["updated_at"] or "",
+        )
 
     def next_round(self) -> int:
         with self._d.lock:
@@ -30,20 +38,26 @@ class RsrRepository:
         with self._d.lock:
             self._d.db["rsr_rounds"].upsert({"round": round, **fields, "updated_at": now()}, pk="round")
 
-    def job_done(self, round: int, stage: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
-        self._jobs.done(f"rsr/{round}/{stage}", key, run_id, episode_id, success)
-
     def jobs(self, round: int, stage: str) -> dict[str, tuple[str, bool]]:
         """Finished jobs of a stage: key -> (episode id, success)."""
         return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(f"rsr/{round}/{stage}").items()}
 
     def add_samples(self, round: int, samples: list[Sample]) -> int:
         """Store SFT samples; a sample already stored for the round (same tokens) is skipped."""
-        rows = [{"round": round, "digest": s.digest, "ids": json.dumps(list(s.ids)), "mask": json.dumps(list(s.mask)),
-                 "task": s.provenance.task, "harness": s.provenance.harness,
-                 "source_episode_id": s.provenance.source_episode_id,
-                 "replay_episode_id": s.provenance.replay_episode_id, "runbook_id": s.provenance.runbook_id}
-                for s in samples]
+        rows = [
+            {
+                "round": round,
+                "digest": s.digest,
+                "ids": json.dumps(list(s.ids)),
+                "mask": json.dumps(list(s.mask)),
+                "task": s.provenance.task,
+                "harness": s.provenance.harness,
+                "source_episode_id": s.provenance.source_episode_id,
+                "replay_episode_id": s.provenance.replay_episode_id,
+                "runbook_id": s.provenance.runbook_id,
+            }
+            for s in samples
+        ]
         with self._d.lock, self._d.db.atomic():
             before = self._d.db["sft_samples"].count
             self._d.db["sft_samples"].insert_all(rows, pk=("round", "digest"), ignore=True)
@@ -51,6 +65,11 @@ class RsrRepository:
 
     def samples(self, round: int) -> list[Sample]:
         rows = self._d.rows("SELECT * FROM sft_samples WHERE round = ? ORDER BY rowid", [round])
-        return [Sample(tuple(json.loads(r["ids"])), tuple(json.loads(r["mask"])),
-                       Provenance(r["task"], r["harness"], r["source_episode_id"], r["replay_episode_id"],
-                                  r["runbook_id"])) for r in rows]
+        return [
+            Sample(
+                tuple(json.loads(r["ids"])),
+                tuple(json.loads(r["mask"])),
+                Provenance(r["task"], r["harness"], r["source_episode_id"], r["replay_episode_id"], r["runbook_id"]),
+            )
+            for r in rows
+        ]

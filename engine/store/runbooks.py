@@ -18,15 +18,26 @@ class RunbookRepository:
         runbook_id = uuid.uuid4().hex[:12]
         stamp = now()
         with self._d.lock:
-            self._d.db["runbooks"].insert({
-                "id": runbook_id, "task": draft.task, "round": draft.round,
-                "source_episode_id": draft.source_episode_id, "harness": draft.harness, "status": status,
-                "text": draft.text, "original_text": draft.text,
-                "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
-                "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
-                "decided_by": decided_by, "note": "", "created_at": stamp, "updated_at": stamp,
-                "author": draft.author, "reviewer_raw": draft.reviewer_raw,
-            })
+            self._d.db["runbooks"].insert(
+                {
+                    "id": runbook_id,
+                    "task": draft.task,
+                    "round": draft.round,
+                    "source_episode_id": draft.source_episode_id,
+                    "harness": draft.harness,
+                    "status": status,
+                    "text": draft.text,
+                    "original_text": draft.text,
+                    "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
+                    "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
+                    "decided_by": decided_by,
+                    "note": "",
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                    "author": draft.author,
+                    "reviewer_raw": draft.reviewer_raw,
+                }
+            )
         return runbook_id
 
     def list(self, status: str | None = None, round: int | None = None) -> list[Runbook]:
@@ -59,8 +70,9 @@ class RunbookRepository:
             raise ValueError(f"unknown runbook status {status!r}")
         self.get(runbook_id)
         with self._d.lock:
-            self._d.db["runbooks"].update(runbook_id, {"status": status, "decided_by": by, "note": note,
-                                                    "updated_at": now()})
+            self._d.db["runbooks"].update(
+                runbook_id, {"status": status, "decided_by": by, "note": note, "updated_at": now()}
+            )
         return self.get(runbook_id)
 
 
@@ -68,9 +80,20 @@ def _runbook(r: dict) -> Runbook:
     leak = json.loads(r["leak"]) if r["leak"] else None
     verdict = json.loads(r["verdict"]) if r["verdict"] else None
     return Runbook(
-        r["id"], r["task"], r["round"], r["source_episode_id"] or "", r["harness"] or "", r["status"], r["text"],
-        r["original_text"], LeakReport(leak["score"], tuple(leak["matches"])) if leak else None,
+        r["id"],
+        r["task"],
+        r["round"],
+        r["source_episode_id"] or "",
+        r["harness"] or "",
+        r["status"],
+        r["text"],
+        r["original_text"],
+        LeakReport(leak["score"], tuple(leak["matches"])) if leak else None,
         ReviewVerdict(**{**verdict, "reasons": tuple(verdict["reasons"])}) if verdict else None,
-        r["decided_by"] or "", r["note"] or "", r["created_at"], r["updated_at"], r.get("author") or "",
+        r["decided_by"] or "",
+        r["note"] or "",
+        r["created_at"],
+        r["updated_at"],
+        r.get("author") or "",
         r.get("reviewer_raw") or "",
     )

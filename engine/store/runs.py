@@ -24,15 +24,35 @@ class RunRepository:
                     self._d.db["runs"].update(row["id"], {"status": "interrupted"})
 
     # -- writes ----------------------------------------------------------------------------
-    def create(self, kind: str, *, backend: str, agent: str, tasks_path: str, total: int, config: dict,
-               run_id: str | None = None) -> str:
+    def create(
+        self,
+        kind: str,
+        *,
+        backend: str,
+        agent: str,
+        tasks_path: str,
+        total: int,
+        config: dict,
+        run_id: str | None = None,
+    ) -> str:
         run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         with self._d.lock:
-            self._d.db["runs"].insert({
-                "id": run_id, "kind": kind, "created_at": now(), "finished_at": None, "status": "running",
-                "pid": os.getpid(), "backend": backend, "agent": agent, "tasks_path": tasks_path,
-                "total": total, "config": json.dumps(config), "summary": "{}",
-            })
+            self._d.db["runs"].insert(
+                {
+                    "id": run_id,
+                    "kind": kind,
+                    "created_at": now(),
+                    "finished_at": None,
+                    "status": "running",
+                    "pid": os.getpid(),
+                    "backend": backend,
+                    "agent": agent,
+                    "tasks_path": tasks_path,
+                    "total": total,
+                    "config": json.dumps(config),
+                    "summary": "{}",
+                }
+            )
         return run_id
 
     def finish(self, run_id: str, status: str, summary: dict) -> None:
@@ -41,30 +61,62 @@ class RunRepository:
 
     def record_episode(self, r: EpisodeResult) -> None:
         with self._d.lock, self._d.db.atomic():
-            self._d.db["episodes"].insert({
-                "id": r.episode_id, "run_id": r.run_id, "task": r.task, "split": r.split, "agent": r.agent,
-                "backend": r.backend, "attempt": r.attempt, "status": r.status, "success": int(r.success),
-                "checks_passed": r.checks_passed, "checks_total": r.checks_total, "reward": r.reward,
-                "failure_mode": r.failure_mode, "error": r.error, "verifier_source": r.verifier_source,
-                "verifier_output": r.verifier_output, "started_at": r.started_at,
-                "duration_s": r.duration_s, "phase_s": json.dumps(r.phase_s),
-                "resource_events": ",".join(r.resource_events), "stop_reason": r.stop_reason,
-            })
+            self._d.db["episodes"].insert(
+                {
+                    "id": r.episode_id,
+                    "run_id": r.run_id,
+                    "task": r.task,
+                    "split": r.split,
+                    "agent": r.agent,
+                    "backend": r.backend,
+                    "attempt": r.attempt,
+                    "status": r.status,
+                    "success": int(r.success),
+                    "checks_passed": r.checks_passed,
+                    "checks_total": r.checks_total,
+                    "reward": r.reward,
+                    "failure_mode": r.failure_mode,
+                    "error": r.error,
+                    "verifier_source": r.verifier_source,
+                    "verifier_output": r.verifier_output,
+                    "started_at": r.started_at,
+                    "duration_s": r.duration_s,
+                    "phase_s": json.dumps(r.phase_s),
+                    "resource_events": ",".join(r.resource_events),
+                    "stop_reason": r.stop_reason,
+                }
+            )
             if r.token_ids:
-                self._d.db["episode_tokens"].insert({"episode_id": r.episode_id, "ids": json.dumps(list(r.token_ids)),
-                                                  "mask": json.dumps(list(r.token_mask)),
-                                                  "messages": json.dumps(list(r.messages)), "harness": r.harness,
-                                                  "model": r.model})
+                self._d.db["episode_tokens"].insert(
+                    {
+                        "episode_id": r.episode_id,
+                        "ids": json.dumps(list(r.token_ids)),
+                        "mask": json.dumps(list(r.token_mask)),
+                        "messages": json.dumps(list(r.messages)),
+                        "harness": r.harness,
+                        "model": r.model,
+                    }
+                )
             self._d.db["checks"].insert_all(
                 {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
                 for i, c in enumerate(r.checks)
             )
             self._d.db["steps"].insert_all(
-                {"episode_id": r.episode_id, "idx": i, "command": s.command, "output": s.output,
-                 "exit_code": s.exit_code, "timed_out": int(s.timed_out), "duration_s": s.duration_s,
-                 "action_text": s.action_text, "token_ids": json.dumps(list(s.token_ids)),
-                 "logprobs": json.dumps(list(s.logprobs)), "prompt_tokens": s.prompt_tokens,
-                 "parse_error": s.parse_error, "generation_s": s.generation_s}
+                {
+                    "episode_id": r.episode_id,
+                    "idx": i,
+                    "command": s.command,
+                    "output": s.output,
+                    "exit_code": s.exit_code,
+                    "timed_out": int(s.timed_out),
+                    "duration_s": s.duration_s,
+                    "action_text": s.action_text,
+                    "token_ids": json.dumps(list(s.token_ids)),
+                    "logprobs": json.dumps(list(s.logprobs)),
+                    "prompt_tokens": s.prompt_tokens,
+                    "parse_error": s.parse_error,
+                    "generation_s": s.generation_s,
+                }
                 for i, s in enumerate(r.steps)
             )
 
@@ -86,7 +138,11 @@ class RunRepository:
         if task:
             where.append("task = ?")
             args.append(task)
-        sql = "SELECT * FROM episodes" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY started_at, task, attempt"
+        sql = (
+            "SELECT * FROM episodes"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY started_at, task, attempt"
+        )
         return [_episode(r) for r in self._d.rows(sql, args)]
 
     def episode(self, episode_id: str) -> EpisodeRecord:
@@ -97,8 +153,10 @@ class RunRepository:
 
     def latest_episode(self, task: str, agent: str, run_kind: str | None = None) -> EpisodeRecord | None:
         """The most recent stored episode of `task` by `agent` (optionally only in runs of one kind)."""
-        sql = ("SELECT episodes.* FROM episodes JOIN runs ON runs.id = episodes.run_id "
-               "WHERE episodes.task = ? AND episodes.agent = ?")
+        sql = (
+            "SELECT episodes.* FROM episodes JOIN runs ON runs.id = episodes.run_id "
+            "WHERE episodes.task = ? AND episodes.agent = ?"
+        )
         args: list[object] = [task, agent]
         if run_kind:
             sql += " AND runs.kind = ?"
@@ -114,10 +172,19 @@ class RunRepository:
         """The agent's steps in order (their index is their position)."""
         rows = self._d.rows("SELECT * FROM steps WHERE episode_id = ? ORDER BY idx", [episode_id])
         return [
-            AgentStep(r["command"], r["output"], r["exit_code"], bool(r["timed_out"]), r["duration_s"],
-                      r["action_text"] or "", tuple(json.loads(r["token_ids"] or "[]")),
-                      tuple(json.loads(r["logprobs"] or "[]")), r["prompt_tokens"] or 0, r["parse_error"] or "",
-                      r["generation_s"] or 0.0)
+            AgentStep(
+                r["command"],
+                r["output"],
+                r["exit_code"],
+                bool(r["timed_out"]),
+                r["duration_s"],
+                r["action_text"] or "",
+                tuple(json.loads(r["token_ids"] or "[]")),
+                tuple(json.loads(r["logprobs"] or "[]")),
+                r["prompt_tokens"] or 0,
+                r["parse_error"] or "",
+                r["generation_s"] or 0.0,
+            )
             for r in rows
         ]
 
@@ -132,13 +199,19 @@ class RunRepository:
         if not rows:
             return ModelRecord()
         r = rows[0]
-        return ModelRecord(json.loads(r["ids"]), json.loads(r["mask"]), json.loads(r.get("messages") or "[]"),
-                           r.get("harness") or "", r.get("model") or "")
+        return ModelRecord(
+            json.loads(r["ids"]),
+            json.loads(r["mask"]),
+            json.loads(r.get("messages") or "[]"),
+            r.get("harness") or "",
+            r.get("model") or "",
+        )
 
     def outcomes(self, run_id: str, after: int = 0) -> list[EpisodeOutcome]:
         """The run's episode outcomes in the order they were stored, from just after `after`."""
-        rows = self._d.rows("SELECT rowid, success, reward FROM episodes WHERE run_id = ? AND rowid > ? ORDER BY rowid",
-                            [run_id, after])
+        rows = self._d.rows(
+            "SELECT rowid, success, reward FROM episodes WHERE run_id = ? AND rowid > ? ORDER BY rowid", [run_id, after]
+        )
         return [EpisodeOutcome(r["rowid"], bool(r["success"]), r["reward"]) for r in rows]
 
     def verifier_output(self, episode_id: str) -> str:
@@ -149,16 +222,36 @@ class RunRepository:
 
 def _run(r: dict) -> RunRecord:
     return RunRecord(
-        r["id"], r["kind"], r["created_at"], r["finished_at"], r["status"], r["backend"] or "",
-        r["agent"] or "", r["tasks_path"] or "", r["total"] or 0, json.loads(r["summary"] or "{}"),
+        r["id"],
+        r["kind"],
+        r["created_at"],
+        r["finished_at"],
+        r["status"],
+        r["backend"] or "",
+        r["agent"] or "",
+        r["tasks_path"] or "",
+        r["total"] or 0,
+        json.loads(r["summary"] or "{}"),
     )
 
 
 def _episode(r: dict) -> EpisodeRecord:
     return EpisodeRecord(
-        r["id"], r["run_id"], r["task"], r["split"], r["agent"], r["status"], bool(r["success"]),
-        r["checks_passed"], r["checks_total"], r["reward"], r["failure_mode"] or "", r["error"] or "",
-        r["duration_s"], tuple(x for x in (r["resource_events"] or "").split(",") if x), r["stop_reason"] or "",
+        r["id"],
+        r["run_id"],
+        r["task"],
+        r["split"],
+        r["agent"],
+        r["status"],
+        bool(r["success"]),
+        r["checks_passed"],
+        r["checks_total"],
+        r["reward"],
+        r["failure_mode"] or "",
+        r["error"] or "",
+        r["duration_s"],
+        tuple(x for x in (r["resource_events"] or "").split(",") if x),
+        r["stop_reason"] or "",
     )
 
 

@@ -26,27 +26,66 @@ def now() -> str:
 
 def _v1(db: sqlite_utils.Database) -> None:
     db["runs"].create(
-        {"id": str, "kind": str, "created_at": str, "finished_at": str, "status": str, "pid": int,
-         "backend": str, "agent": str, "tasks_path": str, "total": int, "config": str, "summary": str},
+        {
+            "id": str,
+            "kind": str,
+            "created_at": str,
+            "finished_at": str,
+            "status": str,
+            "pid": int,
+            "backend": str,
+            "agent": str,
+            "tasks_path": str,
+            "total": int,
+            "config": str,
+            "summary": str,
+        },
         pk="id",
     )
     db["episodes"].create(
-        {"id": str, "run_id": str, "task": str, "split": str, "agent": str, "backend": str, "attempt": int,
-         "status": str, "success": int, "checks_passed": int, "checks_total": int, "reward": float,
-         "failure_mode": str, "error": str, "verifier_source": str, "verifier_output": str,
-         "started_at": str, "duration_s": float, "phase_s": str},
-        pk="id", foreign_keys=[("run_id", "runs", "id")],
+        {
+            "id": str,
+            "run_id": str,
+            "task": str,
+            "split": str,
+            "agent": str,
+            "backend": str,
+            "attempt": int,
+            "status": str,
+            "success": int,
+            "checks_passed": int,
+            "checks_total": int,
+            "reward": float,
+            "failure_mode": str,
+            "error": str,
+            "verifier_source": str,
+            "verifier_output": str,
+            "started_at": str,
+            "duration_s": float,
+            "phase_s": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "id")],
     )
     db["episodes"].create_index(["run_id"])
     db["episodes"].create_index(["task"])
     db["checks"].create(
         {"episode_id": str, "idx": int, "name": str, "status": str, "message": str},
-        pk=("episode_id", "idx"), foreign_keys=[("episode_id", "episodes", "id")],
+        pk=("episode_id", "idx"),
+        foreign_keys=[("episode_id", "episodes", "id")],
     )
     db["steps"].create(
-        {"episode_id": str, "idx": int, "command": str, "output": str, "exit_code": int,
-         "timed_out": int, "duration_s": float},
-        pk=("episode_id", "idx"), foreign_keys=[("episode_id", "episodes", "id")],
+        {
+            "episode_id": str,
+            "idx": int,
+            "command": str,
+            "output": str,
+            "exit_code": int,
+            "timed_out": int,
+            "duration_s": float,
+        },
+        pk=("episode_id", "idx"),
+        foreign_keys=[("episode_id", "episodes", "id")],
     )
 
 
@@ -55,47 +94,124 @@ def _v2(db: sqlite_utils.Database) -> None:
 
 
 def _v3(db: sqlite_utils.Database) -> None:
-    for name, kind in (("action_text", str), ("token_ids", str), ("logprobs", str), ("prompt_tokens", int),
-                       ("parse_error", str), ("generation_s", float)):
+    for name, kind in (
+        ("action_text", str),
+        ("token_ids", str),
+        ("logprobs", str),
+        ("prompt_tokens", int),
+        ("parse_error", str),
+        ("generation_s", float),
+    ):
         db["steps"].add_column(name, kind)
     db["episodes"].add_column("stop_reason", str)
-    db["episode_tokens"].create({"episode_id": str, "ids": str, "mask": str, "messages": str, "harness": str,
-                                 "model": str}, pk="episode_id", foreign_keys=[("episode_id", "episodes", "id")])
+    db["episode_tokens"].create(
+        {"episode_id": str, "ids": str, "mask": str, "messages": str, "harness": str, "model": str},
+        pk="episode_id",
+        foreign_keys=[("episode_id", "episodes", "id")],
+    )
 
 
 def _v4(db: sqlite_utils.Database) -> None:
     db["runbooks"].create(
-        {"id": str, "task": str, "round": int, "source_episode_id": str, "harness": str, "status": str,
-         "text": str, "original_text": str, "leak": str, "verdict": str, "decided_by": str, "note": str,
-         "created_at": str, "updated_at": str, "author": str, "reviewer_raw": str},
+        {
+            "id": str,
+            "task": str,
+            "round": int,
+            "source_episode_id": str,
+            "harness": str,
+            "status": str,
+            "text": str,
+            "original_text": str,
+            "leak": str,
+            "verdict": str,
+            "decided_by": str,
+            "note": str,
+            "created_at": str,
+            "updated_at": str,
+            "author": str,
+            "reviewer_raw": str,
+        },
         pk="id",
     )
     db["runbooks"].create_index(["status"])
     db["runbooks"].create_index(["round", "source_episode_id"])
     # RSR: one row per round (its stage cursor), one per finished job, and the SFT samples.
-    db["rsr_rounds"].create({"round": int, "model": str, "tasks_path": str, "settings": str, "stage": str,
-                             "checkpoint": str, "detail": str, "updated_at": str}, pk="round")
-    db["rsr_jobs"].create({"round": int, "stage": str, "key": str, "run_id": str, "episode_id": str,
-                           "success": int}, pk=("round", "stage", "key"))
-    db["sft_samples"].create({"round": int, "digest": str, "ids": str, "mask": str, "task": str, "harness": str,
-                              "source_episode_id": str, "replay_episode_id": str, "runbook_id": str},
-                             pk=("round", "digest"))
-    db["metrics"].create({"run_id": str, "stage": str, "name": str, "step": int, "value": float},
-                         pk=("run_id", "name", "step"))
-    db["stages"].create({"name": str, "status": str, "checkpoint": str, "parent": str, "eval_run_id": str,
-                         "pass_at_1": float, "ci_low": float, "ci_high": float, "updated_at": str}, pk="name")
+    db["rsr_rounds"].create(
+        {
+            "round": int,
+            "model": str,
+            "tasks_path": str,
+            "settings": str,
+            "stage": str,
+            "checkpoint": str,
+            "detail": str,
+            "updated_at": str,
+        },
+        pk="round",
+    )
+    db["rsr_jobs"].create(
+        {"round": int, "stage": str, "key": str, "run_id": str, "episode_id": str, "success": int},
+        pk=("round", "stage", "key"),
+    )
+    db["sft_samples"].create(
+        {
+            "round": int,
+            "digest": str,
+            "ids": str,
+            "mask": str,
+            "task": str,
+            "harness": str,
+            "source_episode_id": str,
+            "replay_episode_id": str,
+            "runbook_id": str,
+        },
+        pk=("round", "digest"),
+    )
+    db["metrics"].create(
+        {"run_id": str, "stage": str, "name": str, "step": int, "value": float}, pk=("run_id", "name", "step")
+    )
+    db["stages"].create(
+        {
+            "name": str,
+            "status": str,
+            "checkpoint": str,
+            "parent": str,
+            "eval_run_id": str,
+            "pass_at_1": float,
+            "ci_low": float,
+            "ci_high": float,
+            "updated_at": str,
+        },
+        pk="name",
+    )
 
 
 def _v5(db: sqlite_utils.Database) -> None:
     # RPR: one row per stage (its settings and where it stands), one per finished rollout.
-    db["rpr_runs"].create({"round": int, "model": str, "tasks_path": str, "settings": str, "status": str,
-                           "iteration": int, "checkpoint": str, "start_adapter": str, "critic_from": str,
-                           "detail": str, "updated_at": str}, pk="round")
-    db["rpr_jobs"].create({"round": int, "iteration": int, "key": str, "run_id": str, "episode_id": str,
-                           "success": int}, pk=("round", "iteration", "key"))
+    db["rpr_runs"].create(
+        {
+            "round": int,
+            "model": str,
+            "tasks_path": str,
+            "settings": str,
+            "status": str,
+            "iteration": int,
+            "checkpoint": str,
+            "start_adapter": str,
+            "critic_from": str,
+            "detail": str,
+            "updated_at": str,
+        },
+        pk="round",
+    )
+    db["rpr_jobs"].create(
+        {"round": int, "iteration": int, "key": str, "run_id": str, "episode_id": str, "success": int},
+        pk=("round", "iteration", "key"),
+    )
     # Pipeline evaluations: one row per finished eval episode of a stage.
-    db["stage_jobs"].create({"stage": str, "key": str, "run_id": str, "episode_id": str, "success": int},
-                            pk=("stage", "key"))
+    db["stage_jobs"].create(
+        {"stage": str, "key": str, "run_id": str, "episode_id": str, "success": int}, pk=("stage", "key")
+    )
     # Which data, config and parent produced each stage's checkpoint (JSON), and what it is doing.
     db["stages"].add_column("lineage", str)
     db["stages"].add_column("detail", str)
@@ -104,12 +220,13 @@ def _v5(db: sqlite_utils.Database) -> None:
 def _v6(db: sqlite_utils.Database) -> None:
     # One keyed-jobs table for every resumable stage (RSR rounds, RPR stages, pipeline evaluations):
     # a job's scope names the stage and its part ("rsr/1/explore", "rpr/1/3", "stage/Base").
-    db["jobs"].create({"scope": str, "key": str, "run_id": str, "episode_id": str, "success": int},
-                      pk=("scope", "key"))
-    db.execute("INSERT INTO jobs SELECT 'rsr/' || round || '/' || stage, key, run_id, episode_id, success "
-               "FROM rsr_jobs")
-    db.execute("INSERT INTO jobs SELECT 'rpr/' || round || '/' || iteration, key, run_id, episode_id, success "
-               "FROM rpr_jobs")
+    db["jobs"].create({"scope": str, "key": str, "run_id": str, "episode_id": str, "success": int}, pk=("scope", "key"))
+    db.execute(
+        "INSERT INTO jobs SELECT 'rsr/' || round || '/' || stage, key, run_id, episode_id, success FROM rsr_jobs"
+    )
+    db.execute(
+        "INSERT INTO jobs SELECT 'rpr/' || round || '/' || iteration, key, run_id, episode_id, success FROM rpr_jobs"
+    )
     db.execute("INSERT INTO jobs SELECT 'stage/' || stage, key, run_id, episode_id, success FROM stage_jobs")
     for table in ("rsr_jobs", "rpr_jobs", "stage_jobs"):
         db[table].drop()
@@ -152,8 +269,10 @@ class Database:
                 self.db["meta"].create({"key": str, "value": str}, pk="key")
             current = self.schema_version()
             if current > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: database schema v{current} is newer than this trsi-tui "
-                                 f"(v{SCHEMA_VERSION}); upgrade trsi-tui")
+                raise StoreError(
+                    f"{self.path}: database schema v{current} is newer than this trsi-tui "
+                    f"(v{SCHEMA_VERSION}); upgrade trsi-tui"
+                )
             for version in range(current, SCHEMA_VERSION):
                 with self.db.atomic():
                     MIGRATIONS[version](self.db)

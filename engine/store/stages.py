@@ -19,12 +19,12 @@ class StageRepository:
 
     def all(self) -> dict[str, StageRecord]:
         rows = self._d.rows("SELECT * FROM stages")
-        return {r["name"]: StageRecord(**{k: (r[k] if r[k] is not None or k not in ("lineage", "detail") else "")
-                                          for k in StageRecord.__dataclass_fields__}) for r in rows}
-
-    def job_done(self, stage: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
-        self._jobs.done(f"stage/{stage}", key, run_id, episode_id, success)
-
-    def jobs(self, stage: str) -> dict[str, str]:
-        """Finished evaluation episodes of a pipeline stage: key -> episode id."""
-        return {k: j.episode_id for k, j in self._jobs.finished(f"stage/{stage}").items()}
+        return {
+            r["name"]: StageRecord(
+                **{
+                    k: (r[k] if r[k] is not None or k not in ("lineage", "detail") else "")
+                    for k in StageRecord.__dataclass_fields__
+                }
+            )
+            for r in rows
+        }

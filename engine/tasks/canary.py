@@ -5,7 +5,3 @@ rejected. Keep it stable: external copies of the suite are recognised by it.
 """
 
 CANARY = "TRSI-CANARY 2f6c1e9a-8b4d-4c57-a0e3-5d1b7f9c3e28"
-
-
-def contains_canary(text: str) -> bool:
-    return CANARY in text or CANARY.split()[1] in text

@@ -34,8 +34,15 @@ from engine.paths import resolve_paths
 TB_AGENT_TIMEOUT = 180
 TB_TEST_TIMEOUT = 30
 # Files of a classic task that are not part of its Docker build context.
-_NOT_CONTEXT = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "docker-compose.yaml",
-                "docker-compose.yml"}
+_NOT_CONTEXT = {
+    "task.yaml",
+    "solution.sh",
+    "solution.yaml",
+    "run-tests.sh",
+    "tests",
+    "docker-compose.yaml",
+    "docker-compose.yml",
+}
 
 
 class TaskImportError(ValueError):
@@ -87,7 +94,9 @@ def _compose_build(src: Path) -> tuple[Path, str]:
         raise TaskImportError(f"{compose.name} is not valid YAML: {exc}") from None
     services = data.get("services") or {}
     if len(services) != 1:
-        raise TaskImportError(f"{compose.name} defines {len(services)} services; only single-service tasks are supported")
+        raise TaskImportError(
+            f"{compose.name} defines {len(services)} services; only single-service tasks are supported"
+        )
     service = next(iter(services.values())) or {}
     build = service.get("build", ".")
     if isinstance(build, str):
@@ -141,7 +150,7 @@ TB_TEST_SH = textwrap.dedent("""\
     cd /app 2>/dev/null || cd /
     bash /tests/run-tests.sh
     """)
-TB_DEFAULT_RUN_TESTS = "#!/bin/bash\npython3 -m pytest \"$TEST_DIR\" -rA\n"
+TB_DEFAULT_RUN_TESTS = '#!/bin/bash\npython3 -m pytest "$TEST_DIR" -rA\n'
 
 
 def convert_classic(src: Path, dest: Path) -> Path:
@@ -163,7 +172,9 @@ def convert_classic(src: Path, dest: Path) -> Path:
 
     dest.mkdir(parents=True)
     env = dest / "environment"
-    shutil.copytree(context, env, ignore=lambda d, names: [n for n in names if Path(d) == context and n in _NOT_CONTEXT])
+    shutil.copytree(
+        context, env, ignore=lambda d, names: [n for n in names if Path(d) == context and n in _NOT_CONTEXT]
+    )
     if dockerfile != "Dockerfile":
         shutil.move(str(env / dockerfile), str(env / "Dockerfile"))
     (dest / "solution").mkdir()
@@ -179,10 +190,17 @@ def convert_classic(src: Path, dest: Path) -> Path:
     (dest / "instruction.md").write_text(instruction)
     metadata = {k: meta[k] for k in ("difficulty", "category", "tags", "author_name", "author_email") if k in meta}
     metadata["source_format"] = "terminal-bench"
-    toml = ["version = \"1.0\"", "", "[metadata]"]
+    toml = ['version = "1.0"', "", "[metadata]"]
     toml += [f"{k} = {_toml_value(v)}" for k, v in metadata.items()]
-    toml += ["", "[agent]", f"timeout_sec = {float(meta.get('max_agent_timeout_sec', TB_AGENT_TIMEOUT)):g}",
-             "", "[verifier]", f"timeout_sec = {float(meta.get('max_test_timeout_sec', TB_TEST_TIMEOUT)):g}", ""]
+    toml += [
+        "",
+        "[agent]",
+        f"timeout_sec = {float(meta.get('max_agent_timeout_sec', TB_AGENT_TIMEOUT)):g}",
+        "",
+        "[verifier]",
+        f"timeout_sec = {float(meta.get('max_test_timeout_sec', TB_TEST_TIMEOUT)):g}",
+        "",
+    ]
     (dest / "task.toml").write_text("\n".join(toml))
     return dest
 
@@ -220,8 +238,11 @@ def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[
     """Convert every classic or Harbor task under `src` into `dest/<name>`."""
     done: list[ImportedTask] = []
     errors: list[tuple[Path, str]] = []
-    roots = [src] if looks_like_task(src) else sorted(
-        p for p in Path(src).rglob("*") if p.is_dir() and looks_like_task(p) and not _inside_task(p, src))
+    roots = (
+        [src]
+        if looks_like_task(src)
+        else sorted(p for p in Path(src).rglob("*") if p.is_dir() and looks_like_task(p) and not _inside_task(p, src))
+    )
     for task_dir in roots:
         target = Path(dest) / task_dir.name
         if target.exists():

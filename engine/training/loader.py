@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.logs import quiet_libraries
+
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
@@ -23,8 +25,13 @@ class LoraShape:
     def peft_config(self):
         from peft import LoraConfig
 
-        return LoraConfig(r=self.rank, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=list(self.target_modules), task_type="CAUSAL_LM")
+        return LoraConfig(
+            r=self.rank,
+            lora_alpha=self.alpha,
+            lora_dropout=self.dropout,
+            target_modules=list(self.target_modules),
+            task_type="CAUSAL_LM",
+        )
 
 
 def training_device():
@@ -38,6 +45,7 @@ def load_base(base: str, *, load_4bit: bool):
     import torch
     from transformers import AutoModelForCausalLM
 
+    quiet_libraries()
     kwargs: dict = {"dtype": torch.float32}
     if training_device().type == "cuda":
         kwargs["device_map"] = {"": 0}
@@ -45,7 +53,8 @@ def load_base(base: str, *, load_4bit: bool):
         from transformers import BitsAndBytesConfig
 
         kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32)
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32
+        )
     return AutoModelForCausalLM.from_pretrained(base, **kwargs)
 
 

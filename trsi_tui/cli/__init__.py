@@ -13,6 +13,7 @@ from trsi_tui.cli.group import cli
 
 __all__ = ["cli", "main"]
 
+
 def main() -> None:
     try:
         cli(obj={})

@@ -27,6 +27,7 @@ def new_table(title: str, *columns: str) -> Table:
         result.add_column(col, overflow="fold")
     return result
 
+
 HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
 
 
@@ -59,8 +60,10 @@ def progress_printer():
             done["n"] += 1
             mark = "[green]PASS[/]" if r.success else ("[yellow]INFRA[/]" if not r.scored else "[red]FAIL[/]")
             reward = "-" if r.reward is None else f"{r.reward:.2f}"
-            err.print(f"  {done['n']:>3}/{done['total']} {mark} {r.task} ({r.agent}) "
-                      f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s")
+            err.print(
+                f"  {done['n']:>3}/{done['total']} {mark} {r.task} ({r.agent}) "
+                f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s"
+            )
 
     return on_event
 
@@ -87,3 +90,20 @@ def write_json(path: str | None, payload: dict) -> None:
         err.print(f"wrote {path}")
 
 
+def stage_options(what: str):
+    """The options every stage command takes (suite, backend, concurrency, seed, JSON report); the
+    command receives them as `tasks`, `backend`, `concurrency`, `seed` and `json_path`."""
+    options = [
+        click.option("--tasks", metavar="PATH", default=None, help="Task suite (default: built-in)."),
+        click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config)."),
+        click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--json", "json_path", metavar="FILE", default=None, help=f"Write {what} as JSON."),
+    ]
+
+    def apply(command):
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply

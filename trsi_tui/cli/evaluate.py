@@ -16,33 +16,73 @@ from trsi_tui.render import comparison_lines, summary_lines, task_row
 # -- eval -------------------------------------------------------------------------------------
 @cli.group("eval", invoke_without_command=True)
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
-@click.option("--agent", type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]), default=None,
-              help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.")
-@click.option("--model", "model_spec", metavar="SPEC", default=None,
-              help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct) or gguf:PATH, "
-                   "each optionally +lora=FILE (a GGUF LoRA adapter, as `rsr run` exports), "
-                   "hf:PATH_OR_ID[+adapter=PATH][+4bit] (transformers), or openai:URL#MODEL "
-                   "(an OpenAI-compatible server).")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), default="xml-bash",
-              show_default=True, help="How the model is prompted and how its replies become commands.")
+@click.option(
+    "--agent",
+    type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]),
+    default=None,
+    help="oracle runs solution/solve.sh; nop does nothing; model lets --model act through --harness.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="SPEC",
+    default=None,
+    help="With --agent model: bundled:smollm2-135m (the bundled SmolLM2-135M-Instruct) or gguf:PATH, "
+    "each optionally +lora=FILE (a GGUF LoRA adapter, as `rsr run` exports), "
+    "hf:PATH_OR_ID[+adapter=PATH][+4bit] (transformers), or openai:URL#MODEL "
+    "(an OpenAI-compatible server).",
+)
+@click.option(
+    "--harness",
+    type=click.Choice(sorted(HARNESSES)),
+    default="xml-bash",
+    show_default=True,
+    help="How the model is prompted and how its replies become commands.",
+)
 @click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")
 @click.option("--max-turns", type=click.IntRange(1, 200), default=20, show_default=True)
-@click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
+@click.option(
+    "--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local)."
+)
 @click.option("--split", type=click.Choice(["train", "eval"]), default=None, help="Only this split.")
 @click.option("--task", "only", metavar="NAME", multiple=True, help="Only this task (repeatable).")
-@click.option("--attempts", type=click.IntRange(1, 100), default=1, show_default=True,
-              help="Episodes per task and seed.")
-@click.option("--seeds", type=click.IntRange(1, 100), default=1, show_default=True,
-              help="Sampling seeds per task (seed, seed+1, ...); pass@1 is the mean over attempts and seeds.")
+@click.option(
+    "--attempts", type=click.IntRange(1, 100), default=1, show_default=True, help="Episodes per task and seed."
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Sampling seeds per task (seed, seed+1, ...); pass@1 is the mean over attempts and seeds.",
+)
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
-@click.option("--json", "json_path", metavar="FILE", default=None,
-              help="Write {results: [...], summary: {success_rate, ...}} as JSON.")
+@click.option(
+    "--json",
+    "json_path",
+    metavar="FILE",
+    default=None,
+    help="Write {results: [...], summary: {success_rate, ...}} as JSON.",
+)
 @click.pass_context
-def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec: str | None, harness: str,
-             temperature: float, seed: int, max_turns: int, backend: str | None, split: str | None,
-             only: tuple[str, ...], attempts: int, seeds: int, concurrency: int | None,
-             json_path: str | None) -> None:
+def eval_cmd(
+    ctx: click.Context,
+    tasks_path: str | None,
+    agent: str,
+    model_spec: str | None,
+    harness: str,
+    temperature: float,
+    seed: int,
+    max_turns: int,
+    backend: str | None,
+    split: str | None,
+    only: tuple[str, ...],
+    attempts: int,
+    seeds: int,
+    concurrency: int | None,
+    json_path: str | None,
+) -> None:
     """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite.
 
     The summary gives pass@1 (tasks weigh equally) with a 95% task-bootstrap interval and the
@@ -58,22 +98,40 @@ def eval_cmd(ctx: click.Context, tasks_path: str | None, agent: str, model_spec:
     engine = engine_of(ctx)
     unsubscribe = engine.bus.subscribe(progress_printer())
     try:
-        report, suite = engine.evaluate(tasks_path, agent=agent, backend=backend, concurrency=concurrency,
-                                        attempts=attempts, split=split, model=model_spec, harness=harness,
-                                        temperature=temperature, seed=seed, seeds=seeds, max_turns=max_turns,
-                                        only=only)
+        report, suite = engine.evaluate(
+            tasks_path,
+            agent=agent,
+            backend=backend,
+            concurrency=concurrency,
+            attempts=attempts,
+            split=split,
+            model=model_spec,
+            harness=harness,
+            temperature=temperature,
+            seed=seed,
+            seeds=seeds,
+            max_turns=max_turns,
+            only=only,
+        )
     except (SandboxError, PolicyError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()
     for e in suite.errors:
         err.print(f"[red]skipped malformed task[/] {e.path}: {e.reason}")
-    table = new_table(f"eval {agent} (run {report.run_id})",
-                   "task", "split", "status", "success", "checks", "reward", "time")
+    table = new_table(
+        f"eval {agent} (run {report.run_id})", "task", "split", "status", "success", "checks", "reward", "time"
+    )
     for r in report.results:
-        table.add_row(r.task, r.split or "-", r.status, "yes" if r.success else "no",
-                      f"{r.checks_passed}/{r.checks_total}", "-" if r.reward is None else f"{r.reward:.2f}",
-                      f"{r.duration_s:.1f}s")
+        table.add_row(
+            r.task,
+            r.split or "-",
+            r.status,
+            "yes" if r.success else "no",
+            f"{r.checks_passed}/{r.checks_total}",
+            "-" if r.reward is None else f"{r.reward:.2f}",
+            f"{r.duration_s:.1f}s",
+        )
     out.print(table)
     tasks = per_task((r.task, r.success, r.scored) for r in report.results)
     if any(t.episodes > 1 for t in tasks):

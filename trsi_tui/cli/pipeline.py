@@ -22,24 +22,48 @@ def pipeline() -> None:
 
 
 @pipeline.command("run")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A config file for the whole pipeline (sections [rsr], [rpr], [pipeline], ...). "
-                   "Without it, the preset.")
-@click.option("--preset", type=click.Choice(["demo"]), default="demo", show_default=True,
-              help="Embedded configuration used when --config is not given. demo: the bundled model on the "
-                   "built-in suite, under an hour on 2 CPU cores.")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A config file for the whole pipeline (sections [rsr], [rpr], [pipeline], ...). Without it, the preset.",
+)
+@click.option(
+    "--preset",
+    type=click.Choice(["demo"]),
+    default="demo",
+    show_default=True,
+    help="Embedded configuration used when --config is not given. demo: the bundled model on the "
+    "built-in suite, under an hour on 2 CPU cores.",
+)
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
-@click.option("--headless", is_flag=True, help="Print progress lines instead of opening the TUI's dashboard "
-                                               "(the default when stdout is not a terminal).")
-@click.option("--stop-after", type=click.Choice(["Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2"]), default=None,
-              help="Run up to this stage, then stop (run again without it to go on).")
+@click.option(
+    "--headless",
+    is_flag=True,
+    help="Print progress lines instead of opening the TUI's dashboard (the default when stdout is not a terminal).",
+)
+@click.option(
+    "--stop-after",
+    type=click.Choice(["Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2"]),
+    default=None,
+    help="Run up to this stage, then stop (run again without it to go on).",
+)
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
 @click.pass_context
-def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, tasks_path: str | None,
-                 backend: str | None, concurrency: int | None, headless: bool, stop_after: str | None,
-                 json_path: str | None) -> None:
+def pipeline_run(
+    ctx: click.Context,
+    config_file: Path | None,
+    preset: str,
+    tasks_path: str | None,
+    backend: str | None,
+    concurrency: int | None,
+    headless: bool,
+    stop_after: str | None,
+    json_path: str | None,
+) -> None:
     """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
 
     The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
@@ -64,8 +88,10 @@ def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, task
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():
         from trsi_tui.app import create_app
 
-        create_app(engine, start_pipeline=dict(tasks=tasks_path, backend=backend, concurrency=concurrency,
-                                               stop_after=stop_after)).run()
+        create_app(
+            engine,
+            start_pipeline=dict(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
+        ).run()
         return
 
     def show(event) -> None:
@@ -77,10 +103,13 @@ def pipeline_run(ctx: click.Context, config_file: Path | None, preset: str, task
             out.print(f"  rpr {event.round} {event.detail}")
 
     stages = run_resumable(
-        engine, [show, progress_printer()],
+        engine,
+        [show, progress_printer()],
         lambda: engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
-        errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError), stopped="pipeline stopped",
-        hint="\nfix it and run the same command to resume")
+        errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError),
+        stopped="pipeline stopped",
+        hint="\nfix it and run the same command to resume",
+    )
     out.print(stage_table(stages))
     write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
 

@@ -6,7 +6,7 @@ import click
 
 from engine.rollout.harnesses import HARNESSES
 from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, write_json
+from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
 from trsi_tui.cli.group import cli
 
 
@@ -21,27 +21,57 @@ def _fmt(value) -> str:
 
 
 @rpr.command("run")
-@click.option("--round", "round_", type=click.IntRange(1, 1000), required=True,
-              help="Stage number; the same number resumes a stopped stage.")
-@click.option("--model", "model_spec", metavar="SPEC", required=True,
-              help="The actor to refine: bundled:NAME[+lora=FILE] (e.g. an RSR checkpoint) or hf:PATH[+adapter=DIR].")
-@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
-@click.option("--rounds", type=click.IntRange(0, 1000), default=None,
-              help="Rounds in which actor and critic train together (default from config: 4).")
-@click.option("--critic-warmup", type=click.IntRange(0, 1000), default=None,
-              help="Critic-only rounds first, actor frozen (default from config: 4; 0 skips the warm-up).")
-@click.option("--critic-from", metavar="DIR", default=None,
-              help="Inherit the critic (adapter + value head) of an RPR checkpoint directory.")
-@click.option("--harness", type=click.Choice(sorted(HARNESSES)), default=None,
-              help="Rollout harness (default from config: xml-bash).")
-@click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config).")
-@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the report as JSON.")
+@click.option(
+    "--round",
+    "round_",
+    type=click.IntRange(1, 1000),
+    required=True,
+    help="Stage number; the same number resumes a stopped stage.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="SPEC",
+    required=True,
+    help="The actor to refine: bundled:NAME[+lora=FILE] (e.g. an RSR checkpoint) or hf:PATH[+adapter=DIR].",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Rounds in which actor and critic train together (default from config: 4).",
+)
+@click.option(
+    "--critic-warmup",
+    type=click.IntRange(0, 1000),
+    default=None,
+    help="Critic-only rounds first, actor frozen (default from config: 4; 0 skips the warm-up).",
+)
+@click.option(
+    "--critic-from",
+    metavar="DIR",
+    default=None,
+    help="Inherit the critic (adapter + value head) of an RPR checkpoint directory.",
+)
+@click.option(
+    "--harness",
+    type=click.Choice(sorted(HARNESSES)),
+    default=None,
+    help="Rollout harness (default from config: xml-bash).",
+)
+@stage_options("the report")
 @click.pass_context
-def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | None, rounds: int | None,
-            critic_warmup: int | None, critic_from: str | None, harness: str | None, backend: str | None,
-            concurrency: int | None, seed: int, json_path: str | None) -> None:
+def rpr_run(
+    ctx: click.Context,
+    round_: int,
+    model_spec: str,
+    rounds: int | None,
+    critic_warmup: int | None,
+    critic_from: str | None,
+    harness: str | None,
+    json_path: str | None,
+    **run,
+) -> None:
     """Run or resume one RPR stage: critic warm-up rounds, then joint PPO rounds.
 
     Every round collects fresh rollouts of the current actor, updates, and checkpoints both
@@ -55,7 +85,7 @@ def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
     from engine.policy import PolicyError
     from engine.rpr.stage import RprError
 
-    check_backend(backend)
+    check_backend(run["backend"])
     engine = engine_of(ctx)
 
     def show(event) -> None:
@@ -63,16 +93,34 @@ def rpr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
             out.print(f"[bold]rpr {event.round}[/] {event.detail}")
 
     report = run_resumable(
-        engine, [show], lambda: engine.rpr_stage(round_, model=model_spec, tasks=tasks_path, backend=backend,
-                                                 concurrency=concurrency, seed=seed, critic_from=critic_from,
-                                                 rounds=rounds, critic_warmup_rounds=critic_warmup, harness=harness),
-        errors=(SandboxError, PolicyError, RprError, ValueError), stopped=f"RPR stage {round_} stopped")
-    table = new_table(f"RPR stage {round_}", "round", "phase", "reward", "success", "value loss", "expl. var.",
-                   "KL", "entropy")
+        engine,
+        [show],
+        lambda: engine.rpr_stage(
+            round_,
+            model=model_spec,
+            **run,
+            critic_from=critic_from,
+            rounds=rounds,
+            critic_warmup_rounds=critic_warmup,
+            harness=harness,
+        ),
+        errors=(SandboxError, PolicyError, RprError, ValueError),
+        stopped=f"RPR stage {round_} stopped",
+    )
+    table = new_table(
+        f"RPR stage {round_}", "round", "phase", "reward", "success", "value loss", "expl. var.", "KL", "entropy"
+    )
     for row in report.history:
-        table.add_row(str(row["round"]), "warm-up" if row.get("rpr/warmup") else "joint", _fmt(row.get("rpr/reward")),
-                      _fmt(row.get("rpr/success")), _fmt(row.get("ppo/value_loss")),
-                      _fmt(row.get("ppo/explained_variance")), _fmt(row.get("ppo/kl")), _fmt(row.get("ppo/entropy")))
+        table.add_row(
+            str(row["round"]),
+            "warm-up" if row.get("rpr/warmup") else "joint",
+            _fmt(row.get("rpr/reward")),
+            _fmt(row.get("rpr/success")),
+            _fmt(row.get("ppo/value_loss")),
+            _fmt(row.get("ppo/explained_variance")),
+            _fmt(row.get("ppo/kl")),
+            _fmt(row.get("ppo/entropy")),
+        )
     out.print(table)
     out.print(f"actor: {report.checkpoint or 'unchanged'}")
     out.print(f"trainer checkpoint (critic, value head, optimizer state): {report.trainer_checkpoint}")

@@ -6,7 +6,7 @@ import click
 
 from engine.rollout.harnesses import HARNESSES
 from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, write_json
+from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
 from trsi_tui.cli.group import cli
 
 
@@ -17,29 +17,55 @@ def rsr() -> None:
 
 
 @rsr.command("run")
-@click.option("--round", "round_", type=click.IntRange(1, 1000), required=True,
-              help="Round number; running a round again resumes it where it stopped.")
-@click.option("--model", "model_spec", metavar="SPEC", required=True,
-              help="The actor: bundled:smollm2-135m[+lora=FILE] or hf:PATH[+adapter=DIR] (SFT needs "
-                   "transformers weights; see `eval --help` for every spec).")
-@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
-@click.option("--approval", type=click.Choice(["auto", "manual"]), default=None,
-              help="auto: approve what the leak scan and the reviewer both pass; manual: wait for a person "
-                   "to decide each draft in the TUI's Runbooks screen (default from config: auto).")
-@click.option("--attempts", type=click.IntRange(1, 64), default=None,
-              help="Explore attempts per task and harness (default from config: 4).")
-@click.option("--harness", "harnesses", multiple=True,
-              type=click.Choice(sorted(HARNESSES)),
-              help="Explore harness (repeatable; default from config: xml-bash and terminus-json).")
+@click.option(
+    "--round",
+    "round_",
+    type=click.IntRange(1, 1000),
+    required=True,
+    help="Round number; running a round again resumes it where it stopped.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="SPEC",
+    required=True,
+    help="The actor: bundled:smollm2-135m[+lora=FILE] or hf:PATH[+adapter=DIR] (SFT needs "
+    "transformers weights; see `eval --help` for every spec).",
+)
+@click.option(
+    "--approval",
+    type=click.Choice(["auto", "manual"]),
+    default=None,
+    help="auto: approve what the leak scan and the reviewer both pass; manual: wait for a person "
+    "to decide each draft in the TUI's Runbooks screen (default from config: auto).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Explore attempts per task and harness (default from config: 4).",
+)
+@click.option(
+    "--harness",
+    "harnesses",
+    multiple=True,
+    type=click.Choice(sorted(HARNESSES)),
+    help="Explore harness (repeatable; default from config: xml-bash and terminus-json).",
+)
 @click.option("--split", default=None, help="Task split to explore (default from config: train).")
-@click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config).")
-@click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the round's report as JSON.")
+@stage_options("the round's report")
 @click.pass_context
-def rsr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | None, approval: str | None,
-            attempts: int | None, harnesses: tuple[str, ...], split: str | None, backend: str | None,
-            concurrency: int | None, seed: int, json_path: str | None) -> None:
+def rsr_run(
+    ctx: click.Context,
+    round_: int,
+    model_spec: str,
+    approval: str | None,
+    attempts: int | None,
+    harnesses: tuple[str, ...],
+    split: str | None,
+    json_path: str | None,
+    **run,
+) -> None:
     """Run or resume one RSR round: explore -> runbooks -> review -> approval -> replay -> dataset -> SFT.
 
     Every artifact is stored in SQLite as it is made, so a round stopped at any point resumes
@@ -52,7 +78,7 @@ def rsr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
     from engine.policy import PolicyError
     from engine.rsr.round import RsrError
 
-    check_backend(backend)
+    check_backend(run["backend"])
     engine = engine_of(ctx)
 
     def show(event) -> None:
@@ -62,15 +88,32 @@ def rsr_run(ctx: click.Context, round_: int, model_spec: str, tasks_path: str | 
             out.print(f"  runbook {event.runbook_id} for {event.task}: {event.status}")
 
     report = run_resumable(
-        engine, [show], lambda: engine.rsr_round(round_, model=model_spec, tasks=tasks_path, backend=backend,
-                                                 concurrency=concurrency, seed=seed, approval=approval,
-                                                 attempts=attempts, harnesses=list(harnesses) or None, split=split),
-        errors=(SandboxError, PolicyError, RsrError, ValueError), stopped=f"round {round_} stopped")
-    table = new_table(f"RSR round {round_}", "explored", "passed", "runbooks", "replays", "replays passed",
-                   "samples", "checkpoint")
-    table.add_row(str(report.explored), str(report.successes),
-                  ", ".join(f"{v} {k}" for k, v in report.runbooks.items()) or "0", str(report.replays),
-                  str(report.replay_successes), str(report.samples), report.checkpoint or "none")
+        engine,
+        [show],
+        lambda: engine.rsr_round(
+            round_,
+            model=model_spec,
+            **run,
+            approval=approval,
+            attempts=attempts,
+            harnesses=list(harnesses) or None,
+            split=split,
+        ),
+        errors=(SandboxError, PolicyError, RsrError, ValueError),
+        stopped=f"round {round_} stopped",
+    )
+    table = new_table(
+        f"RSR round {round_}", "explored", "passed", "runbooks", "replays", "replays passed", "samples", "checkpoint"
+    )
+    table.add_row(
+        str(report.explored),
+        str(report.successes),
+        ", ".join(f"{v} {k}" for k, v in report.runbooks.items()) or "0",
+        str(report.replays),
+        str(report.replay_successes),
+        str(report.samples),
+        report.checkpoint or "none",
+    )
     out.print(table)
     for note in report.notes:
         out.print(f"note: {note}")

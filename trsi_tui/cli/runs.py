@@ -17,9 +17,15 @@ from trsi_tui.render import RUN_COLUMNS, run_row
 # -- export -----------------------------------------------------------------------------------
 @cli.command("export")
 @click.option("--run", "run_id", required=True, help="A stored run id (see `trsi-tui runs`).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "atif"]), default="jsonl", show_default=True,
-              help="jsonl: one episode per line with messages, token ids, loss mask, checks, reward; "
-                   "atif: one ATIF-v1.4 trajectory per line.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "atif"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: one episode per line with messages, token ids, loss mask, checks, reward; "
+    "atif: one ATIF-v1.4 trajectory per line.",
+)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_context
 def export_cmd(ctx: click.Context, run_id: str, fmt: str, file: Path) -> None:

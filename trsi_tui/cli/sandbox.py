@@ -20,12 +20,21 @@ def sandbox() -> None:
 
 @sandbox.command("build-base")
 @click.option("--mirror", default="http://deb.debian.org/debian", show_default=True, help="Debian mirror.")
-@click.option("--flavour", type=click.Choice(["base", "python"]), default="base", show_default=True,
-              help="base: trsi-tui/base:bookworm (the default image). python: trsi-tui/python:bookworm, "
-                   "with pip, venv, `python` and `pip` on PATH; an alias target for python:3.x-slim.")
-@click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="PEM file of extra certificate authorities to trust inside the image (a proxy that "
-                   "re-signs TLS); pip, requests, curl and OpenSSL are pointed at the combined store.")
+@click.option(
+    "--flavour",
+    type=click.Choice(["base", "python"]),
+    default="base",
+    show_default=True,
+    help="base: trsi-tui/base:bookworm (the default image). python: trsi-tui/python:bookworm, "
+    "with pip, venv, `python` and `pip` on PATH; an alias target for python:3.x-slim.",
+)
+@click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM file of extra certificate authorities to trust inside the image (a proxy that "
+    "re-signs TLS); pip, requests, curl and OpenSSL are pointed at the combined store.",
+)
 @click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
 def sandbox_build_base(mirror: str, flavour: str, ca_bundle: Path | None, force: bool) -> None:
     """Build a Docker base image offline: debootstrap Debian, then `docker import`.
@@ -87,7 +96,6 @@ def sandbox_cleanup() -> None:
     from sandboxes.docker_sandbox import remove_orphans
 
     try:
-        out.print(f"removed {remove_orphans()} orphaned containers and {remove_build_leftovers()} "
-                  "left by image builds")
+        out.print(f"removed {remove_orphans()} orphaned containers and {remove_build_leftovers()} left by image builds")
     except SandboxError as exc:
         raise click.ClickException(str(exc)) from None

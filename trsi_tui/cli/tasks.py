@@ -23,12 +23,25 @@ def tasks() -> None:
 def tasks_list(ctx: click.Context, path: str | None) -> None:
     """List the tasks under PATH (default: the configured or built-in suite)."""
     suite = engine_of(ctx).load_suite(path)
-    table = new_table(f"{len(suite.tasks)} tasks in {suite.root}",
-                   "task", "split", "difficulty", "category", "agent timeout", "instruction")
+    table = new_table(
+        f"{len(suite.tasks)} tasks in {suite.root}",
+        "task",
+        "split",
+        "difficulty",
+        "category",
+        "agent timeout",
+        "instruction",
+    )
     for t in suite.tasks:
         first = t.instruction.splitlines()[0]
-        table.add_row(t.name, t.split or "-", t.difficulty or "-", str(t.metadata.get("category", "-")),
-                      f"{t.agent_timeout_sec:g}s", first[:70] + ("..." if len(first) > 70 else ""))
+        table.add_row(
+            t.name,
+            t.split or "-",
+            t.difficulty or "-",
+            str(t.metadata.get("category", "-")),
+            f"{t.agent_timeout_sec:g}s",
+            first[:70] + ("..." if len(first) > 70 else ""),
+        )
     out.print(table)
     for e in suite.errors:
         err.print(f"[red]malformed task[/] {e.path}: {e.reason}")
@@ -37,12 +50,15 @@ def tasks_list(ctx: click.Context, path: str | None) -> None:
 
 @tasks.command("check")
 @click.argument("paths", nargs=-1)
-@click.option("--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local).")
+@click.option(
+    "--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local)."
+)
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the results as JSON.")
 @click.pass_context
-def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None, concurrency: int | None,
-                json_path: str | None) -> None:
+def tasks_check(
+    ctx: click.Context, paths: tuple[str, ...], backend: str | None, concurrency: int | None, json_path: str | None
+) -> None:
     """Validate tasks: the oracle must pass every check, nop must not succeed.
 
     PATHS are task directories or suites (default: the configured or built-in suite).
@@ -65,8 +81,10 @@ def tasks_check(ctx: click.Context, paths: tuple[str, ...], backend: str | None,
     out.print(table)
     valid = sum(c.valid for c in checks)
     out.print(f"{valid}/{len(checks)} tasks valid")
-    write_json(json_path, {"run_id": run_id, "valid": valid == len(checks) and bool(checks),
-                            "tasks": [c.summary() for c in checks]})
+    write_json(
+        json_path,
+        {"run_id": run_id, "valid": valid == len(checks) and bool(checks), "tasks": [c.summary() for c in checks]},
+    )
     ctx.exit(0 if checks and valid == len(checks) else 1)
 
 

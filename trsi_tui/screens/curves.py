@@ -18,8 +18,7 @@ from textual.widgets import DataTable, Footer, Header
 from textual_plotext import PlotextPlot
 
 from engine.store.records import PIPELINE_STAGES
-from trsi_tui.loading import StoreLoader
-from trsi_tui.messages import LiveChanged
+from trsi_tui.loading import LiveStoreView
 
 REFRESH_S = 3.0
 
@@ -28,7 +27,7 @@ REFRESH_S = 3.0
 PLOTTED = ("sft/loss", "rpr/reward", "ppo/kl", "ppo/value_loss", "ppo/explained_variance", "ppo/entropy")
 
 
-class CurvesScreen(StoreLoader, Screen):
+class CurvesScreen(LiveStoreView, Screen):
     CSS_PATH = "curves.tcss"
     BINDINGS = [Binding("r", "refresh", "Refresh", id="curves.refresh")]
 
@@ -54,17 +53,9 @@ class CurvesScreen(StoreLoader, Screen):
         self.action_refresh()
         self.set_interval(REFRESH_S, self._tick)
 
-    def on_screen_resume(self) -> None:
-        self.action_refresh()
-
     def _tick(self) -> None:
         if self.is_current:
             self.replot()  # only what was stored since the last read
-
-    @on(LiveChanged)
-    def _live_changed(self, message: LiveChanged) -> None:
-        if message.structural:
-            self.action_refresh()
 
     def action_refresh(self) -> None:
         store = self.app.store

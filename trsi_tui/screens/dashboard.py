@@ -10,17 +10,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
-from trsi_tui.loading import StoreLoader
-from trsi_tui.messages import LiveChanged
+from trsi_tui.loading import LiveStoreView
 from trsi_tui.render import RUN_COLUMNS, STAGE_COLUMNS, run_row, stage_rows
 
 
-class DashboardScreen(StoreLoader, Screen):
+class DashboardScreen(LiveStoreView, Screen):
     CSS_PATH = "dashboard.tcss"
     reward_title = ""
-    BINDINGS = [
-        Binding("r", "refresh", "Refresh", id="dashboard.refresh"),
-    ]
+    BINDINGS = [Binding("r", "refresh", "Refresh", id="dashboard.refresh")]
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -40,14 +37,6 @@ class DashboardScreen(StoreLoader, Screen):
         self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()
-
-    def on_screen_resume(self) -> None:
-        self.action_refresh()
-
-    @on(LiveChanged)
-    def _live_changed(self, message: LiveChanged) -> None:
-        if message.structural:
-            self.action_refresh()
 
     def action_refresh(self) -> None:
         store = self.app.store
@@ -95,8 +84,11 @@ class DashboardScreen(StoreLoader, Screen):
             plt.plot(xs, [r for _, r, _ in series], label="reward", marker="braille")
             plt.plot(xs, [w for _, _, w in series], label="success", marker="braille")
             plt.ylim(0, 1)
-        self.reward_title = (f"RPR rollouts: mean reward and success, {len(series)} round(s)" if series
-                             else "RPR rollouts: no rounds yet")
+        self.reward_title = (
+            f"RPR rollouts: mean reward and success, {len(series)} round(s)"
+            if series
+            else "RPR rollouts: no rounds yet"
+        )
         plt.title(self.reward_title)
         plot.refresh()
 
@@ -112,7 +104,8 @@ class DashboardScreen(StoreLoader, Screen):
         lines += [f"Training {run}: step {step}, loss {loss:.4f}" for run, (step, loss) in live.training.items()]
         if not active and not lines:
             self.query_one("#now", Static).update(
-                "Nothing running. Press P to run the pipeline, n to start a run, R for an RSR round.")
+                "Nothing running. Press P to run the pipeline, n to start a run, R for an RSR round."
+            )
             return
         if active:
             lines.append(f"Running: {len(live.running)} episode(s) in {len(active)} run(s)")
@@ -123,4 +116,3 @@ class DashboardScreen(StoreLoader, Screen):
     @on(DataTable.RowSelected, "#runs")
     async def _run_selected(self, event: DataTable.RowSelected) -> None:
         await self.app.show_trajectories(event.row_key.value)
-

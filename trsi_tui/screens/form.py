@@ -57,8 +57,13 @@ class FormScreen(ModalScreen):
 def backend_select(configured: str) -> Select:
     """The sandbox backends usable here, the configured one first choice."""
     backends = available_backends() or [configured]
-    return Select([(b, b) for b in backends], value=configured if configured in backends else backends[0],
-                  allow_blank=False, id="backend", compact=True)
+    return Select(
+        [(b, b) for b in backends],
+        value=configured if configured in backends else backends[0],
+        allow_blank=False,
+        id="backend",
+        compact=True,
+    )
 
 
 def positive(text: str, field: str, most: int) -> int:

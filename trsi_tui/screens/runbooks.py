@@ -14,15 +14,14 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
 
 from engine.store.records import Runbook
-from trsi_tui.loading import StoreLoader
-from trsi_tui.messages import LiveChanged
+from trsi_tui.loading import LiveStoreView
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
 
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
 
-class RunbooksScreen(StoreLoader, Screen):
+class RunbooksScreen(LiveStoreView, Screen):
     CSS_PATH = "runbooks.tcss"
     BINDINGS = [
         Binding("a", "decide('approved')", "Approve", id="runbooks.approve"),
@@ -55,14 +54,6 @@ class RunbooksScreen(StoreLoader, Screen):
         self.action_refresh()
         self.query_one("#runbooks", DataTable).focus()
 
-    def on_screen_resume(self) -> None:
-        self.action_refresh()
-
-    @on(LiveChanged)
-    def _live_changed(self, message: LiveChanged) -> None:
-        if message.structural:  # e.g. an RSR round drafted a runbook
-            self.action_refresh()
-
     @on(Select.Changed, "#status")
     def _status_changed(self) -> None:
         self.action_refresh()
@@ -82,11 +73,13 @@ class RunbooksScreen(StoreLoader, Screen):
         cursor = table.cursor_row
         table.clear()
         for rb in runbooks:
-            leak = "-" if rb.leak is None else (f"LEAK {rb.leak.score:.2f}" if rb.leak.leaked
-                                                else f"{rb.leak.score:.2f}")
+            leak = (
+                "-" if rb.leak is None else (f"LEAK {rb.leak.score:.2f}" if rb.leak.leaked else f"{rb.leak.score:.2f}")
+            )
             reviewer = "-" if rb.verdict is None else ("approve" if rb.verdict.approve else "reject")
-            table.add_row(rb.id, rb.task, str(rb.round), rb.status + (" (edited)" if rb.edited else ""), leak,
-                          reviewer, key=rb.id)
+            table.add_row(
+                rb.id, rb.task, str(rb.round), rb.status + (" (edited)" if rb.edited else ""), leak, reviewer, key=rb.id
+            )
         if runbooks:
             ids = [rb.id for rb in runbooks]
             table.move_cursor(row=ids.index(select) if select in ids else min(cursor, len(runbooks) - 1))
@@ -110,20 +103,27 @@ class RunbooksScreen(StoreLoader, Screen):
             text.load_text("")
             review.update("")
             return
-        meta.update(f"[b]{rb.task}[/]  runbook {rb.id}  round {rb.round}  from episode {rb.source_episode_id}"
-                    f"  harness {rb.harness or '-'}  written by {rb.author or '-'}\nstatus [b]{rb.status}[/]"
-                    + (f" by {rb.decided_by}" if rb.decided_by else "") + (f": {escape(rb.note)}" if rb.note else "")
-                    + ("  [yellow](edited by a person)[/]" if rb.edited else ""))
+        meta.update(
+            f"[b]{rb.task}[/]  runbook {rb.id}  round {rb.round}  from episode {rb.source_episode_id}"
+            f"  harness {rb.harness or '-'}  written by {rb.author or '-'}\nstatus [b]{rb.status}[/]"
+            + (f" by {rb.decided_by}" if rb.decided_by else "")
+            + (f": {escape(rb.note)}" if rb.note else "")
+            + ("  [yellow](edited by a person)[/]" if rb.edited else "")
+        )
         text.load_text(printable(rb.text))
         lines = []
         if rb.leak is not None:
-            lines.append(f"[b]Leak scan[/] score {rb.leak.score:.2f}"
-                         + (f": [red]{len(rb.leak.matches)} protected fragment(s)[/]" if rb.leak.leaked else ": clean"))
+            lines.append(
+                f"[b]Leak scan[/] score {rb.leak.score:.2f}"
+                + (f": [red]{len(rb.leak.matches)} protected fragment(s)[/]" if rb.leak.leaked else ": clean")
+            )
             lines += [f"  [red]{escape(m[:100])}[/]" for m in rb.leak.matches[:5]]
         if rb.verdict is not None:
             v = rb.verdict
-            flags = (f"format {'ok' if v.format_ok else 'BAD'} · artifacts {'named' if v.artifacts_named else 'MISSING'}"
-                     f" · leakage {'SUSPECTED' if v.leakage_suspected else 'none'}")
+            flags = (
+                f"format {'ok' if v.format_ok else 'BAD'} · artifacts {'named' if v.artifacts_named else 'MISSING'}"
+                f" · leakage {'SUSPECTED' if v.leakage_suspected else 'none'}"
+            )
             lines.append(f"[b]Reviewer[/] {'[green]approve[/]' if v.approve else '[red]reject[/]'}  {flags}")
             lines += [f"  - {escape(r)}" for r in v.reasons]
         review.update("\n".join(lines) or "[dim]Not reviewed yet.[/]")

@@ -27,8 +27,13 @@ class StartRsrScreen(StoreLoader, FormScreen):
         yield Label("Suite")
         yield Input(config.tasks, placeholder="built-in suite (or a path)", id="suite", compact=True)
         yield Label("Approval")
-        yield Select([("auto", "auto"), ("manual (Runbooks screen)", "manual")], value=config.rsr.approval,
-                     allow_blank=False, id="approval", compact=True)
+        yield Select(
+            [("auto", "auto"), ("manual (Runbooks screen)", "manual")],
+            value=config.rsr.approval,
+            allow_blank=False,
+            id="approval",
+            compact=True,
+        )
         yield Label("Attempts")
         yield Input(str(config.rsr.attempts), type="integer", id="attempts", compact=True)
         yield Label("Backend")
@@ -57,7 +62,9 @@ class StartRsrScreen(StoreLoader, FormScreen):
         if not suite.is_dir():
             raise ValueError(f"Suite: {suite} is not a directory")
         return RsrRequest(
-            round=positive(self.query_one("#round", Input).value, "Round", 1000), model=model, tasks=str(suite),
+            round=positive(self.query_one("#round", Input).value, "Round", 1000),
+            model=model,
+            tasks=str(suite),
             approval=str(self.query_one("#approval", Select).value),
             attempts=positive(self.query_one("#attempts", Input).value, "Attempts", 64),
             backend=str(self.query_one("#backend", Select).value),

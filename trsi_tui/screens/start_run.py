@@ -30,8 +30,13 @@ class StartRunScreen(FormScreen):
         yield Label("Suite")
         yield Input(config.tasks, placeholder="built-in suite (or a path)", id="suite", compact=True)
         yield Label("Split")
-        yield Select([("all", "all"), ("train", "train"), ("eval", "eval")], value="all",
-                     allow_blank=False, id="split", compact=True)
+        yield Select(
+            [("all", "all"), ("train", "train"), ("eval", "eval")],
+            value="all",
+            allow_blank=False,
+            id="split",
+            compact=True,
+        )
         yield Label("Tasks")
         yield Input(placeholder="all; or names, comma-separated", id="only", compact=True)
         yield Label("Agent")
@@ -39,8 +44,14 @@ class StartRunScreen(FormScreen):
         yield Label("Model")
         yield Input(DEFAULT_MODEL, id="model", disabled=True, compact=True)
         yield Label("Harness")
-        yield Select([(h, h) for h in sorted(HARNESSES)], value="xml-bash", allow_blank=False,
-                     id="harness", disabled=True, compact=True)
+        yield Select(
+            [(h, h) for h in sorted(HARNESSES)],
+            value="xml-bash",
+            allow_blank=False,
+            id="harness",
+            disabled=True,
+            compact=True,
+        )
         yield Label("Backend")
         yield backend_select(config.sandbox.backend)
         yield Label("Concurrency")
@@ -66,8 +77,9 @@ class StartRunScreen(FormScreen):
             names = {t.name for t in suite.tasks if split == "all" or t.split == split}
             unknown = [n for n in only if n not in names]
             if unknown:
-                raise ValueError(f"Tasks: not in this suite{'' if split == 'all' else f' (split {split})'}: "
-                                 + ", ".join(unknown))
+                raise ValueError(
+                    f"Tasks: not in this suite{'' if split == 'all' else f' (split {split})'}: " + ", ".join(unknown)
+                )
         agent = str(self.query_one("#agent", Select).value)
         model = self.query_one("#model", Input).value.strip() if agent == "model" else None
         if agent == "model" and not model:
@@ -75,7 +87,13 @@ class StartRunScreen(FormScreen):
         concurrency = positive(self.query_one("#concurrency", Input).value, "Concurrency", 64)
         seeds = positive(self.query_one("#seeds", Input).value, "Seeds", 100)
         return EvalRequest(
-            agent=agent, tasks=str(suite_path), split=None if split == "all" else split, only=only, model=model,
-            harness=str(self.query_one("#harness", Select).value), backend=str(self.query_one("#backend", Select).value),
-            concurrency=concurrency, seeds=seeds,
+            agent=agent,
+            tasks=str(suite_path),
+            split=None if split == "all" else split,
+            only=only,
+            model=model,
+            harness=str(self.query_one("#harness", Select).value),
+            backend=str(self.query_one("#backend", Select).value),
+            concurrency=concurrency,
+            seeds=seeds,
         )

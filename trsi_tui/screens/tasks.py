@@ -38,8 +38,9 @@ class TasksScreen(StoreLoader, Screen):
         yield Header()
         # The built-in and the configured suite now; suites of stored runs join once read (on_mount).
         self.suites = _existing([builtin_tasks_dir(), self.app.engine.suite_path(None)])
-        yield Select([(_suite_label(p), str(p)) for p in self.suites], value=str(self.suites[0]),
-                     allow_blank=False, id="suite")
+        yield Select(
+            [(_suite_label(p), str(p)) for p in self.suites], value=str(self.suites[0]), allow_blank=False, id="suite"
+        )
         with Horizontal(id="split"):
             yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="detail"):
@@ -56,8 +57,10 @@ class TasksScreen(StoreLoader, Screen):
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")
         self.open_suite(self.suites[0])
         store = self.app.store
-        self.load("suites", lambda: _existing([*self.suites, *(Path(r.tasks_path) for r in store.runs.list(200)
-                                                                 if r.tasks_path)]))
+        self.load(
+            "suites",
+            lambda: _existing([*self.suites, *(Path(r.tasks_path) for r in store.runs.list(200) if r.tasks_path)]),
+        )
 
     def show_suites(self, suites: list[Path]) -> None:
         self.suites = suites
@@ -107,14 +110,17 @@ class TasksScreen(StoreLoader, Screen):
             f"[b]{task.name}[/]  split {task.split or '-'} · {task.difficulty} · agent timeout "
             f"{task.agent_timeout_sec:.0f}s · {task.environment.memory_mb} MB · "
             f"{'internet' if task.environment.allow_internet else 'no network'}\n"
-            f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]")
+            f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]"
+        )
         self.query_one("#instruction", Markdown).update(printable(task.instruction))
         store = self.app.store
 
         def fetch() -> tuple:
             oracle = store.runs.latest_episode(task.name, "oracle")
             checks = store.runs.checks(oracle.id) if oracle is not None else []
-            validation = {agent: store.runs.latest_episode(task.name, agent, "tasks-check") for agent in ("oracle", "nop")}
+            validation = {
+                agent: store.runs.latest_episode(task.name, agent, "tasks-check") for agent in ("oracle", "nop")
+            }
             return task.name, oracle, checks, validation
 
         self.load("task", fetch)
@@ -126,9 +132,11 @@ class TasksScreen(StoreLoader, Screen):
         if oracle is None:
             checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
         else:
-            rows = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
-                    + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
-                    for c in found]
+            rows = [
+                f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
+                + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
+                for c in found
+            ]
             checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
             checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"
         self.query_one("#checks", Static).update(checks)
@@ -138,8 +146,10 @@ class TasksScreen(StoreLoader, Screen):
             if ep is None:
                 lines.append(f"{agent}: not checked ({agent} {want})")
             else:
-                lines.append(f"{agent}: {'success' if ep.success else 'no success'} "
-                             f"({ep.checks_passed}/{ep.checks_total} checks, {ep.status}) in run {ep.run_id}")
+                lines.append(
+                    f"{agent}: {'success' if ep.success else 'no success'} "
+                    f"({ep.checks_passed}/{ep.checks_total} checks, {ep.status}) in run {ep.run_id}"
+                )
         self.query_one("#validation", Static).update("\n".join(lines))
 
     def action_validate(self) -> None:

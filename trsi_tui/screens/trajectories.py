@@ -9,14 +9,13 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
-from trsi_tui.loading import StoreLoader
-from trsi_tui.messages import LiveChanged
+from trsi_tui.loading import LiveStoreView
 from trsi_tui.screens.trajectory import TrajectoryScreen
 
 OUTCOMES = [("all outcomes", "all"), ("passed", "passed"), ("failed", "failed"), ("infra errors", "infra")]
 
 
-class TrajectoriesScreen(StoreLoader, Screen):
+class TrajectoriesScreen(LiveStoreView, Screen):
     CSS_PATH = "trajectories.tcss"
     BINDINGS = [
         Binding("r", "refresh", "Refresh", id="trajectories.refresh"),
@@ -35,17 +34,13 @@ class TrajectoriesScreen(StoreLoader, Screen):
 
     def on_mount(self) -> None:
         self.query_one("#episodes", DataTable).add_columns(
-            "episode", "task", "agent", "status", "success", "checks", "reward", "failure", "time")
+            "episode", "task", "agent", "status", "success", "checks", "reward", "failure", "time"
+        )
         self._load_runs()
         self.query_one("#episodes", DataTable).focus()
 
     def on_screen_resume(self) -> None:
         self._load_runs()
-
-    @on(LiveChanged)
-    def _live_changed(self, message: LiveChanged) -> None:
-        if message.structural:
-            self.action_refresh()
 
     def _load_runs(self, then_show: str | None = None) -> None:
         store = self.app.store
@@ -86,9 +81,20 @@ class TrajectoriesScreen(StoreLoader, Screen):
             if outcome != "all" and kind != outcome:
                 continue
             shown.append(e)
-        rows = [(e.id, e.task, e.agent, e.status, "yes" if e.success else "no", f"{e.checks_passed}/{e.checks_total}",
-                 "-" if e.reward is None else f"{e.reward:.2f}", e.failure_mode or "-", f"{e.duration_s:.1f}s")
-                for e in shown]
+        rows = [
+            (
+                e.id,
+                e.task,
+                e.agent,
+                e.status,
+                "yes" if e.success else "no",
+                f"{e.checks_passed}/{e.checks_total}",
+                "-" if e.reward is None else f"{e.reward:.2f}",
+                e.failure_mode or "-",
+                f"{e.duration_s:.1f}s",
+            )
+            for e in shown
+        ]
         if rows == self.__dict__.get("_rows"):
             return  # a refresh that found nothing new: keep the table (and the cursor) as it is
         self._rows = rows

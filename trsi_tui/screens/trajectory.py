@@ -44,26 +44,35 @@ class TrajectoryScreen(StoreLoader, Screen):
 
     def on_mount(self) -> None:
         store, episode_id = self.app.store, self.episode_id
-        self.load("episode", lambda: (store.runs.episode(episode_id), store.runs.episode_model(episode_id),
-                                      store.runs.steps(episode_id), store.runs.checks(episode_id)))
+        self.load(
+            "episode",
+            lambda: (
+                store.runs.episode(episode_id),
+                store.runs.episode_model(episode_id),
+                store.runs.steps(episode_id),
+                store.runs.checks(episode_id),
+            ),
+        )
 
     def show_episode(self, data: tuple) -> None:
         episode, model, self.steps, checks = data
-        head = (f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}"
-                + (f"  model {model.model} ({model.harness})" if model.model else ""))
-        verdict = (f"{'[green]PASS[/]' if episode.success else '[red]FAIL[/]'}  {episode.checks_passed}/"
-                   f"{episode.checks_total} checks  reward {'-' if episode.reward is None else f'{episode.reward:.2f}'}"
-                   f"  status {episode.status}  {episode.duration_s:.1f}s"
-                   + (f"  stop: {episode.stop_reason}" if episode.stop_reason else "")
-                   + (f"  failure: {episode.failure_mode}" if episode.failure_mode else ""))
+        head = f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}" + (
+            f"  model {model.model} ({model.harness})" if model.model else ""
+        )
+        verdict = (
+            f"{'[green]PASS[/]' if episode.success else '[red]FAIL[/]'}  {episode.checks_passed}/"
+            f"{episode.checks_total} checks  reward {'-' if episode.reward is None else f'{episode.reward:.2f}'}"
+            f"  status {episode.status}  {episode.duration_s:.1f}s"
+            + (f"  stop: {episode.stop_reason}" if episode.stop_reason else "")
+            + (f"  failure: {episode.failure_mode}" if episode.failure_mode else "")
+        )
         self.query_one("#summary", Static).update(head + "\n" + verdict)
         table = self.query_one("#steps", DataTable)
         table.add_columns("#", "command", "exit", "time")
         for i, s in enumerate(self.steps):
             command = s.command or ("(parse error)" if s.parse_error else "(none)")
             exit_text = "timeout" if s.timed_out else ("-" if s.exit_code is None else str(s.exit_code))
-            table.add_row(str(i + 1), one_line(command, 40), exit_text,
-                          f"{s.duration_s + s.generation_s:.2f}s")
+            table.add_row(str(i + 1), one_line(command, 40), exit_text, f"{s.duration_s + s.generation_s:.2f}s")
         lines = [f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {escape(c.name)}" for c in checks]
         if episode.error:
             lines.append(f"[red]{escape(episode.error)}[/]")
@@ -81,7 +90,9 @@ class TrajectoryScreen(StoreLoader, Screen):
         parts = [f"[b]Step {self.index + 1} of {len(self.steps)}[/]"]
         timing = f"command {s.duration_s:.2f}s"
         if s.generation_s:
-            timing = f"generation {s.generation_s:.2f}s ({len(s.token_ids)} tokens, prompt {s.prompt_tokens})  " + timing
+            timing = (
+                f"generation {s.generation_s:.2f}s ({len(s.token_ids)} tokens, prompt {s.prompt_tokens})  " + timing
+            )
         parts.append(f"[dim]{timing}[/]")
         if s.action_text:
             parts += ["[b $accent]Model reply[/]", escape(s.action_text)]
@@ -89,8 +100,13 @@ class TrajectoryScreen(StoreLoader, Screen):
             parts += [f"[b red]Parse error[/] {escape(s.parse_error)}"]
         if s.command:
             parts += ["[b $accent]Command[/]", "$ " + escape(s.command)]
-        exit_text = ("timed out" if s.timed_out else f"exit {s.exit_code}" if s.exit_code is not None
-                     else "no command ran; this is the harness's feedback")
+        exit_text = (
+            "timed out"
+            if s.timed_out
+            else f"exit {s.exit_code}"
+            if s.exit_code is not None
+            else "no command ran; this is the harness's feedback"
+        )
         parts += [f"[b $accent]Observation[/] [dim]({exit_text})[/]", escape(s.output) or "[dim](no output)[/]"]
         detail.update("\n".join(parts))
         table = self.query_one("#steps", DataTable)

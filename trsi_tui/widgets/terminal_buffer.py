@@ -47,7 +47,7 @@ class TerminalBuffer:
         self._held = ""
         m = UNFINISHED_ESCAPE.search(data)
         if m:
-            held, data = data[m.start():], data[:m.start()]
+            held, data = data[m.start() :], data[: m.start()]
             self._held = held if len(held) <= _MAX_HELD else ""
         for part in _CONTROL.split(data):
             if not part:
@@ -92,7 +92,7 @@ class TerminalBuffer:
                 line.append(" " * (self.col - len(line)))
             line.append_text(segment)
         else:
-            tail = line[self.col + len(segment):]
+            tail = line[self.col + len(segment) :]
             line = line[: self.col]
             line.append_text(segment)
             line.append_text(tail)

@@ -42,24 +42,27 @@ class TerminusJson(Harness):
         )
 
     def format_reminder(self) -> str:
-        return 'Reply with one JSON object: {"analysis", "plan", "commands": [{"keystrokes", "duration"}], "task_complete"}.'
+        return (
+            'Reply with one JSON object: {"analysis", "plan", "commands": [{"keystrokes", "duration"}], '
+            '"task_complete"}.'
+        )
 
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         candidates = [o for o in _json_objects(text) if "commands" in o or "task_complete" in o]
         if not candidates:
-            return Action(error="no JSON object with \"commands\" or \"task_complete\" was found")
+            return Action(error='no JSON object with "commands" or "task_complete" was found')
         obj = candidates[0]
         raw = obj.get("commands", [])
         if raw is None:
             raw = []
         if not isinstance(raw, list):
-            return Action(error="\"commands\" must be a list of {\"keystrokes\", \"duration\"} objects")
+            return Action(error='"commands" must be a list of {"keystrokes", "duration"} objects')
         commands: list[Command] = []
         for i, c in enumerate(raw):
             if isinstance(c, str):
                 c = {"keystrokes": c}
             if not isinstance(c, dict) or not isinstance(c.get("keystrokes"), str):
-                return Action(error=f"command {i} has no \"keystrokes\" string")
+                return Action(error=f'command {i} has no "keystrokes" string')
             keys = c["keystrokes"].rstrip("\n")
             if keys.strip():
                 commands.append(Command(keys, clamp_duration(c.get("duration"))))

@@ -13,14 +13,29 @@ from engine.rollout.harnesses.base import Action, Command, Harness, clamp_durati
 from engine.rollout.harnesses.terminus_json import _json_objects
 
 TOOLS = [
-    {"type": "function", "function": {
-        "name": "bash", "description": "Run a shell command in the task's sandbox and return its output.",
-        "parameters": {"type": "object", "properties": {
-            "command": {"type": "string", "description": "the command line"},
-            "timeout": {"type": "number", "description": "seconds to wait"}}, "required": ["command"]}}},
-    {"type": "function", "function": {
-        "name": "done", "description": "Call when the task is complete.",
-        "parameters": {"type": "object", "properties": {}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command in the task's sandbox and return its output.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "the command line"},
+                    "timeout": {"type": "number", "description": "seconds to wait"},
+                },
+                "required": ["command"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "done",
+            "description": "Call when the task is complete.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
 ]
 _TAGGED = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
@@ -38,7 +53,10 @@ class ToolCall(Harness):
         )
 
     def format_reminder(self) -> str:
-        return 'Call the bash tool, e.g. <tool_call>{"name": "bash", "arguments": {"command": "..."}}</tool_call>, or done.'
+        return (
+            'Call the bash tool, e.g. <tool_call>{"name": "bash", "arguments": {"command": "..."}}</tool_call>, '
+            "or done."
+        )
 
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         calls = list(tool_calls or [])
@@ -65,7 +83,7 @@ class ToolCall(Harness):
             elif name == "bash":
                 cmd = args.get("command")
                 if not isinstance(cmd, str) or not cmd.strip():
-                    return Action(error=f"tool call {i}: bash needs a non-empty \"command\" string")
+                    return Action(error=f'tool call {i}: bash needs a non-empty "command" string')
                 commands.append(Command(cmd.strip(), clamp_duration(args.get("timeout"))))
             else:
                 return Action(error=f"tool call {i}: unknown tool {name!r} (use bash or done)")

@@ -31,7 +31,7 @@ def _module_to_run() -> str:
         if not arg.startswith("-") or arg == "-" or arg.startswith("-c") or arg == "--":
             return ""
         if not arg.startswith("--") and "m" in arg[1:]:
-            rest = arg[arg.index("m", 1) + 1:]
+            rest = arg[arg.index("m", 1) + 1 :]
             return rest or (argv[i + 1] if i + 1 < len(argv) else "")
         i += 1
     return ""
