@@ -17,35 +17,15 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
-from engine.tasks.canary import CANARY  # noqa: E402
+from engine.tasks.spec import TaskSpec, q, write_task  # noqa: E402
 
 TASKS_DIR = ROOT / "tasks"
 # Instances 0 and 1 of each family go to train, instance 2 to eval.
 SPLIT_OF = {0: "train", 1: "train", 2: "eval"}
-
-
-def q(text: str) -> str:
-    """Single-quote for bash."""
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-@dataclass
-class TaskSpec:
-    name: str
-    instruction: str
-    setup: str
-    solve: str
-    checks: list[tuple[str, str]]
-    difficulty: str
-    category: str
-    tags: list[str] = field(default_factory=list)
-    agent_timeout: int = 180
-    extra_test_files: dict[str, str] = field(default_factory=dict)
 
 
 WORDS = (
@@ -586,73 +566,6 @@ FAMILIES = [
     word_freq,
 ]
 INSTANCES = 3
-
-
-def test_script(spec: TaskSpec) -> str:
-    lines = [
-        "#!/bin/bash",
-        f"# {CANARY}",
-        "# This file must never appear in training data or runbooks.",
-        f"# Verifier for {spec.name}: each check is one CTRF test; reward.txt is 1 only when all pass.",
-        "mkdir -p /logs/verifier",
-        'pass=0; total=0; items=""',
-        "check() {",
-        "  total=$((total+1))",
-        '  if timeout 30 bash -c "$2" >/dev/null 2>&1; then st=passed; pass=$((pass+1)); else st=failed; fi',
-        '  echo "$st $1"',
-        '  items="$items{\\"name\\":\\"$1\\",\\"status\\":\\"$st\\"},"',
-        "}",
-    ]
-    lines += [f"check {name} {q(cmd)}" for name, cmd in spec.checks]
-    lines += [
-        'printf \'{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},'
-        '"tests":[%s]}}\\n\' \\',
-        '  "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json',
-        '[ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt',
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def task_toml(spec: TaskSpec, family: str, split: str) -> str:
-    tags = ", ".join(f'"{t}"' for t in spec.tags)
-    return textwrap.dedent(f"""\
-        version = "1.0"
-
-        [metadata]
-        difficulty = "{spec.difficulty}"
-        category = "{spec.category}"
-        tags = [{tags}]
-        family = "{family}"
-        split = "{split}"
-
-        [agent]
-        timeout_sec = {spec.agent_timeout}
-
-        [verifier]
-        timeout_sec = 60
-
-        [environment]
-        cpus = 1
-        memory_mb = 512
-        allow_internet = false
-        """)
-
-
-def write_task(spec: TaskSpec, family: str, split: str, dest: Path) -> None:
-    d = dest / split / spec.name
-    (d / "environment").mkdir(parents=True)
-    (d / "solution").mkdir()
-    (d / "tests").mkdir()
-    (d / "task.toml").write_text(task_toml(spec, family, split))
-    (d / "instruction.md").write_text(spec.instruction)
-    (d / "environment" / "setup.sh").write_text(
-        "#!/bin/bash\n# Runs as root in the sandbox before the agent starts.\nset -e\n" + spec.setup
-    )
-    (d / "solution" / "solve.sh").write_text("#!/bin/bash\nset -e\n" + spec.solve)
-    (d / "tests" / "test.sh").write_text(test_script(spec))
-    for p in (d / "environment" / "setup.sh", d / "solution" / "solve.sh", d / "tests" / "test.sh"):
-        p.chmod(0o755)
 
 
 def generate(dest: Path) -> int:

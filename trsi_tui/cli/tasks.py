@@ -106,3 +106,39 @@ def tasks_import(src: Path, dest: Path) -> None:
         err.print(f"[red]not imported[/] {path}: {reason}")
     if errors:
         raise SystemExit(1)
+
+
+@tasks.command("generate")
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    default=("all",),
+    show_default=True,
+    help="A curriculum family (repeatable), or all of them: "
+    "echo-line, append-line, copy-file, move-file, count-lines, head-lines, tail-lines, grep-count, grep-lines, "
+    "sort-file, cut-column, sed-replace, count-files, make-executable, make-dirs, tar-folder, arithmetic.",
+)
+@click.option("--instances", type=click.IntRange(1, 100_000), default=10, show_default=True, help="Per family.")
+@click.option(
+    "--split",
+    type=click.Choice(["train", "eval"]),
+    required=True,
+    help="Which pool of names, words and numbers to draw from (train and eval never share one).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The same seed writes the same tasks.")
+@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: int, dest: Path) -> None:
+    """Write curriculum tasks (one command or one short pipeline each) into DEST/<split>/.
+
+    The families sit at the bundled model's frontier; instances are deterministic in (family,
+    split, seed, index). Run `trsi-tui tasks check DEST` to validate them in sandboxes.
+    """
+    from engine.tasks.curriculum import FAMILIES, CurriculumError, generate
+
+    chosen = list(FAMILIES) if "all" in families else list(families)
+    try:
+        written = generate(chosen, instances, split, seed, dest)
+    except CurriculumError as exc:
+        raise click.ClickException(str(exc)) from None
+    out.print(f"wrote {len(written)} tasks ({len(chosen)} families x {instances}) to {dest / split}")
