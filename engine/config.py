@@ -55,14 +55,17 @@ class SftSection(_Section):
 
 class RsrConfig(_Section):
     approval: Literal["auto", "manual"] = "auto"
-    attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness")
+    attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness, at most")
+    min_attempts: int = Field(2, ge=1, le=64, description="attempts every task and harness gets before any stops")
+    target_successes: int = Field(2, ge=1, le=64, description="a task stops exploring once it has this many")
     harnesses: list[str] = Field(default_factory=lambda: ["xml-bash", "terminus-json"], min_length=1)
     split: str = "train"
     temperature: float = Field(0.8, ge=0.0, le=5.0)
     max_turns: int = Field(6, ge=1, le=200)
     planner: str = Field("", description="model spec of the planner; empty = the policy's own model")
     reviewer: str = Field("", description="model spec of the reviewer; empty = the policy's own model")
-    reviewer_unparseable: Literal["reject", "abstain"] = "reject"
+    # A reviewer too small to write a JSON verdict abstains: the deterministic checks decide.
+    reviewer_unparseable: Literal["reject", "abstain"] = "abstain"
     template_fallback: bool = True
     runbooks_per_task: int = Field(2, ge=1, le=64)
     replays: int = Field(1, ge=1, le=16, description="replays per approved runbook")
@@ -93,6 +96,12 @@ class RprConfig(_Section):
     lr_warmup_steps: int = Field(0, ge=0)
     ppo_epochs: int = Field(2, ge=1, le=32)
     minibatch_episodes: int = Field(4, ge=1, le=1024)
+    # Rounds sample tasks at the frontier: a task whose last `frontier_evidence` rollouts or more
+    # all succeeded, or all earned nothing, leaves the plan (0 keeps every task).
+    frontier_evidence: int = Field(4, ge=0, le=1000)
+    # In joint rounds, a task's group of rollouts whose rewards are all equal is left out of the
+    # update: its advantages carry no preference between replies (DAPO's dynamic sampling).
+    drop_uniform_groups: bool = True
     # token-mean: every action token of a minibatch weighs the same; seq-mean-token-mean: every episode does.
     loss_agg_mode: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
     normalize_advantages: bool = True
@@ -194,14 +203,16 @@ concurrency = 2
 
 [rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
 approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI
-attempts = 4               # explore attempts per task and harness
+attempts = 4               # explore attempts per task and harness, at most
+min_attempts = 2           # every task and harness gets this many before any stops
+target_successes = 2       # a task stops exploring once this many attempts passed every check
 harnesses = ["xml-bash", "terminus-json"]
 split = "train"
 temperature = 0.8
 max_turns = 6
 planner = ""               # model spec; empty = the policy's own model
 reviewer = ""              # model spec; empty = the policy's own model
-reviewer_unparseable = "reject"   # or "abstain": deterministic checks decide when the reviewer's reply is not JSON
+reviewer_unparseable = "abstain"  # when the reviewer's reply is not JSON: the deterministic checks decide (or "reject")
 template_fallback = true   # a planner draft that fails the format check becomes a template of the commands
 runbooks_per_task = 2
 replays = 1                # replays per approved runbook
@@ -239,6 +250,8 @@ lr_warmup_steps = 0
 ppo_epochs = 2
 minibatch_episodes = 4
 loss_agg_mode = "token-mean"  # or "seq-mean-token-mean": every episode weighs the same
+frontier_evidence = 4      # a task whose rollouts (this many or more) all succeeded, or all earned 0, leaves the plan
+drop_uniform_groups = true # joint rounds leave out a task's rollouts whose rewards are all equal
 normalize_advantages = true
 grad_clip = 1.0
 max_len = 2048             # longer episodes are left out of the loss (and counted)

@@ -149,3 +149,21 @@ def test_fenced_bash_reports_what_is_missing():
     assert "no ```bash code block" in h.parse("I would copy the file.").error
     assert "not closed" in h.parse("```bash\nls /app").error
     assert "DONE" in h.format_reminder()
+
+
+def test_fenced_bash_plain_messages_read_like_its_examples_and_carry_no_budget_numbers():
+    h = get_harness("fenced-bash-plain")
+    assert h.first_message("Count the lines of /app/a.txt.\n", 120.0) == "Task: Count the lines of /app/a.txt."
+    ok = h.observation(Turn([StepResult(Command("wc -l /app/a.txt"), "", 0, False)], time_left_s=97))
+    failed = h.observation(Turn([StepResult(Command("cat /nope"), "No such file\n", 1, False)], time_left_s=97))
+    assert ok == "Output: (nothing)" and failed == "Output: No such file (exit code 1)"
+    assert "97" not in ok + failed and "seconds" not in ok + failed
+    assert h.parse("```bash\nwc -l < /app/a.txt > /app/n.txt\n```").commands[0].keystrokes.startswith("wc -l")
+    # Its worked examples sit outside the curriculum's families: no family's reference command
+    # (cp, wc, head, grep, sort, ...) is shown.
+    from engine.tasks.curriculum import FAMILIES, instance
+
+    shown = h.system_prompt()
+    for family in FAMILIES:
+        command = instance(family, "train", 0, 0).solve.split()[0]
+        assert f"```bash\n{command} " not in shown, family

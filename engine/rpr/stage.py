@@ -30,6 +30,7 @@ from engine.rollout.harnesses import HARNESSES
 from engine.rollout.runner import EpisodeJob
 from engine.rpr import checkpoints
 from engine.rpr.rollouts import Rollout, load_rollout
+from engine.rpr.sampling import informative, settled_tasks
 from engine.stage import KeyedStage, StageContext, round_seed
 from engine.store.records import MetricPoint
 from engine.tasks import Task
@@ -146,7 +147,23 @@ class RprStage(KeyedStage):
             self._policy_spec = spec
         return self._policy
 
-    def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[Rollout], float]:
+    def frontier(self, tasks: list[Task], iteration: int) -> list[Task]:
+        """The tasks this round may sample: those whose rollouts so far in this stage do not all
+        succeed or all earn nothing (with at least `frontier_evidence` of them). Decided from the
+        rounds before `iteration` only, so a resumed round plans the same tasks."""
+        need = self.settings.frontier_evidence
+        if not need:
+            return tasks
+        episode_ids = [e for i in range(iteration) for e in self.store.rpr.jobs(self.round, i).values()]
+        rewards: dict[str, list[tuple[bool, float]]] = {}
+        for e in self.store.runs.episodes_by_id(episode_ids):
+            if e.reward is not None:
+                rewards.setdefault(e.task, []).append((e.success, e.reward))
+        settled = settled_tasks(rewards, need)
+        return [t for t in tasks if t.name not in settled] or tasks
+
+    def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[tuple[str, Rollout]], float]:
+        """The round's rollouts with their keys (run now or found stored), and the seconds it took."""
         done = self.store.rpr.jobs(self.round, iteration)
         plan = self.round_plan(tasks, iteration)
         todo = [(key, task, seed) for key, task, seed in plan if key not in done]
@@ -175,7 +192,9 @@ class RprStage(KeyedStage):
                 what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}",
             )
         done = self.store.rpr.jobs(self.round, iteration)
-        return [load_rollout(self.store, done[key]) for key, _, _ in plan if key in done], time.monotonic() - started
+        return [
+            (key, load_rollout(self.store, done[key])) for key, _, _ in plan if key in done
+        ], time.monotonic() - started
 
     # -- the stage ---------------------------------------------------------------------------
     def _progress(self, iteration: int, phase: str, detail: str) -> None:
@@ -267,9 +286,11 @@ class RprStage(KeyedStage):
             warmup = iteration < s.critic_warmup_rounds
             phase = "warmup" if warmup else "joint"
             self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): rollouts with {served}")
-            rollouts, rollout_s = self.rollouts(tasks, iteration, served)
+            keyed, rollout_s = self.rollouts(self.frontier(tasks, iteration), iteration, served)
+            rollouts = [r for _, r in keyed]
             if self.should_stop():
                 raise InterruptedError(f"RPR stage {self.round} stopped")
+            trained = informative(keyed) if not warmup and s.drop_uniform_groups else rollouts
             self._progress(
                 iteration,
                 phase,
@@ -277,7 +298,7 @@ class RprStage(KeyedStage):
                 f"{len(rollouts)} episode(s)" + (", actor frozen" if warmup else ""),
             )
             stats = ppo_update(
-                ac, rollouts, s, optimizers, schedulers, train_actor=not warmup, rng=rng, should_stop=self.should_stop
+                ac, trained, s, optimizers, schedulers, train_actor=not warmup, rng=rng, should_stop=self.should_stop
             )
             global_step += stats.optimizer_steps
             moved = not warmup and stats.optimizer_steps > 0
@@ -287,6 +308,7 @@ class RprStage(KeyedStage):
                 served = served_spec(
                     self.model, actor_dir, actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None
                 )
+            scored = [r for r in rollouts if r.reward is not None]
             episode_s = sum(r.duration_s for r in rollouts) or 1.0
             generation = sum(r.generation_s for r in rollouts)
             # Logged before the checkpoint: a kill in between reruns the round, whose points then
@@ -295,8 +317,10 @@ class RprStage(KeyedStage):
                 iteration + 1,
                 {
                     "rpr/warmup": 1.0 if warmup else 0.0,
-                    "rpr/reward": stats.mean_reward,
-                    "rpr/success": stats.success_rate,
+                    # Every scored rollout of the round, whether or not its group was trained on.
+                    "rpr/reward": sum(r.reward for r in scored) / len(scored) if scored else math.nan,
+                    "rpr/success": sum(r.success for r in scored) / len(scored) if scored else math.nan,
+                    "rpr/trained_episodes": len(trained),
                     "ppo/value_loss": stats.value_loss,
                     "ppo/explained_variance": stats.explained_variance,
                     "ppo/policy_loss": stats.policy_loss,
@@ -332,7 +356,7 @@ class RprStage(KeyedStage):
                 iteration,
                 phase,
                 f"round {iteration + 1}/{self.total} ({phase}): reward "
-                f"{stats.mean_reward:.3f}, value loss {stats.value_loss:.4f}, "
+                f"{sum(r.reward for r in scored) / max(1, len(scored)):.3f}, value loss {stats.value_loss:.4f}, "
                 f"explained variance {stats.explained_variance:.3f}" + sampler_warning(stats.sampler_ratio),
             )
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")

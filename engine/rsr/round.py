@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.config import RsrConfig
@@ -21,8 +20,10 @@ from engine.policy.spec import served_spec, trainable_weights
 from engine.rollout.harnesses import HARNESSES, get_harness
 from engine.rollout.runner import EpisodeJob
 from engine.rsr.dataset import build_sample
+from engine.rsr.frontier import PassEstimate, wants_attempt
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
+from engine.rsr.report import RoundReport, funnel, funnel_notes
 from engine.rsr.reviewer import review_runbook
 from engine.rsr.sft import SftConfig
 from engine.stage import KeyedStage, StageContext, round_seed
@@ -35,20 +36,6 @@ APPROVAL_POLL_S = 1.0
 
 class RsrError(RuntimeError):
     pass
-
-
-@dataclass(frozen=True)
-class RoundReport:
-    round: int
-    stage: str
-    explored: int
-    successes: int
-    runbooks: dict[str, int]
-    replays: int
-    replay_successes: int
-    samples: int
-    checkpoint: str
-    notes: tuple[str, ...] = field(default=())
 
 
 class RsrRound(KeyedStage):
@@ -136,25 +123,63 @@ class RsrRound(KeyedStage):
         self.replay(tasks)
         samples = self.build_dataset(tasks)
         checkpoint = self.train(samples, notes)
-        self._progress("done", f"{len(samples)} samples; checkpoint {checkpoint or 'none'}")
+        counts = funnel(self.store, self.round)
+        self._progress(
+            "done",
+            "funnel: "
+            + " -> ".join(f"{n} {step}" for step, n in counts.items())
+            + f"; checkpoint {checkpoint or 'none'}",
+        )
         return self.report(checkpoint, notes)
 
     def explore(self, tasks: dict[str, Task]) -> None:
-        done = self.store.rsr.jobs(self.round, "explore")
-        jobs = []
-        for name, task in tasks.items():
-            for h_index, harness in enumerate(self.settings.harnesses):
-                for attempt in range(self.settings.attempts):
-                    key = f"{name}|{harness}|{attempt}"
-                    if key in done:
+        """Explore in waves, spending attempts where they can still find a verified success.
+
+        Every task and harness gets `min_attempts`. After that, a wave gives one more attempt to
+        each pair that has neither reached `target_successes` nor `attempts`, and still shows it
+        can get somewhere (a success or partial credit); a pair with nothing at all after its
+        minimum stops. The schedule is a function of the stored outcomes, so a resumed round plans
+        the same waves."""
+        settings = self.settings
+        wave = 0
+        while True:
+            done = self.store.rsr.jobs(self.round, "explore")
+            outcomes = self._explore_outcomes(done)
+            jobs = []
+            for name, task in tasks.items():
+                for h_index, harness in enumerate(settings.harnesses):
+                    tried = outcomes.get((name, harness), [])
+                    if not wants_attempt(tried, settings):
                         continue
+                    attempt = len(tried)
                     seed = round_seed(self.seed, self.round, h_index * 131 + attempt)
-                    jobs.append((key, EpisodeJob(task, self._agent_factory(harness, seed), attempt=attempt)))
-        self._progress("explore", f"{len(done)} attempts stored, {len(jobs)} to run")
-        if jobs:
+                    agent = self._agent_factory(harness, seed)
+                    jobs.append((f"{name}|{harness}|{attempt}", EpisodeJob(task, agent, attempt=attempt)))
+            if not jobs:
+                break
+            wave += 1
+            self._progress("explore", f"wave {wave}: {len(done)} attempts stored, {len(jobs)} to run")
             self._run_jobs("explore", jobs)
+        estimates = self.pass_estimates(tasks)
         wins = sum(ok for _, ok in self.store.rsr.jobs(self.round, "explore").values())
-        self._progress("explore", f"{wins} attempt(s) passed every check")
+        frontier = sum(1 for e in estimates.values() if 0 < e.successes < e.attempts)
+        self._progress("explore", f"{wins} attempt(s) passed every check; {frontier} task(s) at the frontier")
+
+    def _explore_outcomes(self, done: dict[str, tuple[str, bool]]) -> dict[tuple[str, str], list[tuple[bool, float]]]:
+        """(task, harness) -> (success, reward) of each stored attempt, in attempt order."""
+        outcomes: dict[tuple[str, str], list[tuple[int, bool, float]]] = {}
+        rewards = {e.id: e.reward or 0.0 for e in self.store.runs.episodes_by_id([ep for ep, _ in done.values()])}
+        for key, (episode_id, ok) in done.items():
+            name, harness, attempt = key.split("|")
+            outcomes.setdefault((name, harness), []).append((int(attempt), ok, rewards.get(episode_id, 0.0)))
+        return {k: [(ok, r) for _, ok, r in sorted(v)] for k, v in outcomes.items()}
+
+    def pass_estimates(self, tasks: dict[str, Task]) -> dict[str, PassEstimate]:
+        """Each task's pass rate for this round's model, from its explore attempts (all harnesses)."""
+        per_task: dict[str, list[tuple[bool, float]]] = {name: [] for name in tasks}
+        for (name, _), tried in self._explore_outcomes(self.store.rsr.jobs(self.round, "explore")).items():
+            per_task.setdefault(name, []).extend(tried)
+        return {name: PassEstimate.of(tried) for name, tried in per_task.items()}
 
     def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
         return self.agent_factory(
@@ -321,6 +346,7 @@ class RsrRound(KeyedStage):
     def report(self, checkpoint: str, notes: list[str]) -> RoundReport:
         explore = self.store.rsr.jobs(self.round, "explore")
         replay = self.store.rsr.jobs(self.round, "replay")
+        notes = [*notes, *(n for n in funnel_notes(self.store, self.round, self.settings) if n not in notes)]
         return RoundReport(
             self.round,
             "done",
@@ -332,4 +358,5 @@ class RsrRound(KeyedStage):
             len(self.store.rsr.samples(self.round)),
             checkpoint,
             tuple(notes),
+            funnel(self.store, self.round),
         )

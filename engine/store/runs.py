@@ -151,6 +151,15 @@ class RunRepository:
             raise KeyError(episode_id)
         return _episode(rows[0])
 
+    def episodes_by_id(self, episode_ids: list[str]) -> list[EpisodeRecord]:
+        """The stored episodes among `episode_ids` (in no particular order)."""
+        found: list[EpisodeRecord] = []
+        for start in range(0, len(episode_ids), 500):  # SQLite caps the number of bound parameters
+            chunk = episode_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found += [_episode(r) for r in self._d.rows(f"SELECT * FROM episodes WHERE id IN ({marks})", chunk)]
+        return found
+
     def latest_episode(self, task: str, agent: str, run_kind: str | None = None) -> EpisodeRecord | None:
         """The most recent stored episode of `task` by `agent` (optionally only in runs of one kind)."""
         sql = (

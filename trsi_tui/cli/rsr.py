@@ -115,6 +115,7 @@ def rsr_run(
         report.checkpoint or "none",
     )
     out.print(table)
+    out.print("funnel: " + " -> ".join(f"{n} {step}" for step, n in report.funnel.items()))
     for note in report.notes:
         out.print(f"note: {note}")
     write_json(json_path, {**asdict(report), "notes": list(report.notes)})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from engine.rollout.harnesses.base import Action, Command, Harness
+from engine.rollout.harnesses.base import Action, Command, Harness, Turn, truncate_middle
 
 _FENCE = re.compile(r"```[ \t]*(?:bash|sh|shell|console)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _DONE = re.compile(r"(?<![A-Za-z])DONE(?![A-Za-z])")
@@ -74,3 +74,57 @@ class FencedBash(Harness):
         if "```" in text:
             return Action(error="a code block was opened but not closed, or it was empty")
         return Action(error="no ```bash code block and no DONE was found")
+
+
+PLAIN_SYSTEM = """You complete a task by running bash commands.
+Reply with one command inside a ```bash code block.
+You then see its output. When the task is complete, reply with DONE.
+
+Task: Write the name of the kernel to /app/os.txt.
+```bash
+uname -s > /app/os.txt
+```
+Output: (nothing)
+DONE
+
+Task: Delete every .tmp file under /app/cache.
+```bash
+find /app/cache -name '*.tmp' -delete
+```
+Output: (nothing)
+DONE
+
+Task: Save the disk usage of /app/data to /app/usage.txt.
+```bash
+du -sh /app/data > /app/usage.txt
+```
+Output: (nothing)
+DONE"""
+
+
+class FencedBashPlain(FencedBash):
+    """fenced-bash whose messages read exactly like its worked examples.
+
+    The task message is `Task: ...` and nothing else, and a command's result is `Output: ...`:
+    no time budget and no exit code unless it failed. The bundled 135M model copied the numbers
+    it saw into its commands (`echo 120 > /app/lines.txt` after "You have 120 seconds"), so the
+    messages carry no number the task did not. The examples are outside the curriculum's
+    families."""
+
+    name = "fenced-bash-plain"
+
+    def system_prompt(self) -> str:
+        return PLAIN_SYSTEM
+
+    def first_message(self, instruction: str, time_left_s: float) -> str:
+        return f"Task: {instruction.strip()}"
+
+    def observation(self, turn: Turn) -> str:
+        if turn.parse_error:
+            return f"Your reply could not be used: {turn.parse_error}\n{self.format_reminder()}"
+        parts = []
+        for r in turn.results:
+            output = truncate_middle(r.output, self.observation_cap).strip() or "(nothing)"
+            failed = " (timed out)" if r.timed_out else (f" (exit code {r.exit_code})" if r.exit_code else "")
+            parts.append(f"Output: {output}{failed}")
+        return "\n".join(parts) or "Output: (nothing)"

@@ -1,0 +1,72 @@
+"""What an RSR round reports: its counts, and the funnel from explore successes to samples.
+
+The funnel says how many survive each step: explore successes -> runbooks drafted -> passed the
+leak scan -> approved -> replays passed -> samples. Where a model too small for a step made the
+round fall back (the template wrote the runbook, the deterministic checks decided instead of an
+unreadable verdict), the notes say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.config import RsrConfig
+from engine.store import Store
+
+
+@dataclass(frozen=True)
+class RoundReport:
+    round: int
+    stage: str
+    explored: int
+    successes: int
+    runbooks: dict[str, int]
+    replays: int
+    replay_successes: int
+    samples: int
+    checkpoint: str
+    notes: tuple[str, ...] = field(default=())
+    # How many survive each step: explore successes -> runbooks drafted -> passed the leak scan
+    # -> approved -> replays passed -> samples (FUNNEL names the steps).
+    funnel: dict[str, int] = field(default_factory=dict)
+
+
+FUNNEL = ("explore successes", "runbooks drafted", "passed the leak scan", "approved", "replays passed", "samples")
+
+
+def funnel(store: Store, round: int) -> dict[str, int]:
+    explore = store.rsr.jobs(round, "explore")
+    replay = store.rsr.jobs(round, "replay")
+    runbooks = store.runbooks.list(round=round)
+    counts = (
+        sum(ok for _, ok in explore.values()),
+        len(runbooks),
+        sum(1 for rb in runbooks if rb.leak is None or not rb.leak.leaked),
+        sum(1 for rb in runbooks if rb.status == "approved"),
+        sum(ok for _, ok in replay.values()),
+        len(store.rsr.samples(round)),
+    )
+    return dict(zip(FUNNEL, counts))
+
+
+def funnel_notes(store: Store, round: int, settings: RsrConfig) -> list[str]:
+    """What a model too small for a step made the round do instead, said plainly."""
+    runbooks = store.runbooks.list(round=round)
+    notes = []
+    template = sum(1 for rb in runbooks if rb.author == "template")
+    if template:
+        notes.append(
+            f"{template} of {len(runbooks)} runbook(s) were built from the commands by the template "
+            "(the model's own draft was unusable)"
+        )
+    unparsed = sum(
+        1
+        for rb in runbooks
+        if rb.verdict is not None and any("was not a JSON verdict" in r for r in rb.verdict.reasons)
+    )
+    if unparsed:
+        notes.append(
+            f"the reviewer's verdict was unreadable for {unparsed} runbook(s); "
+            f"reviewer_unparseable = {settings.reviewer_unparseable!r} decided"
+        )
+    return notes

@@ -1,0 +1,84 @@
+"""Frontier-aware sampling: RSR explores where a success can still be found, RPR trains where
+rewards differ, and the RSR funnel says where successes were lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.config import RsrConfig
+from engine.rpr.rollouts import Rollout
+from engine.rpr.sampling import informative, settled_tasks
+from engine.rsr.frontier import PassEstimate, wants_attempt
+from engine.rsr.report import FUNNEL, funnel, funnel_notes
+from engine.store import Store
+from engine.store.records import LeakReport, Provenance, ReviewVerdict, RunbookDraft, Sample
+from tests.tui_data import _checks, _episode
+
+SETTINGS = RsrConfig(attempts=6, min_attempts=2, target_successes=2)
+
+
+def test_every_pair_gets_its_minimum_then_only_pairs_that_get_somewhere_continue():
+    assert wants_attempt([], SETTINGS) and wants_attempt([(False, 0.0)], SETTINGS)
+    assert not wants_attempt([(False, 0.0), (False, 0.0)], SETTINGS)  # nothing at all after the minimum
+    assert wants_attempt([(False, 0.0), (False, 0.25)], SETTINGS)  # partial credit: worth another try
+    assert wants_attempt([(False, 0.0), (True, 1.0)], SETTINGS)  # sometimes right: the frontier
+    assert not wants_attempt([(True, 1.0), (True, 1.0)], SETTINGS)  # enough verified successes
+    assert not wants_attempt([(False, 0.25)] * 6, SETTINGS)  # the budget is a cap
+
+
+def test_pass_estimate_stays_strictly_between_0_and_1():
+    none, half, all_ = (
+        PassEstimate.of([]),
+        PassEstimate.of([(True, 1.0), (False, 0.5)]),
+        PassEstimate.of([(True, 1.0)] * 4),
+    )
+    assert none.rate == 0.5 and half.rate == 0.5 and 0 < all_.rate < 1 and all_.rate == 5 / 6
+    assert half.mean_reward == 0.75 and (half.attempts, half.successes) == (2, 1)
+
+
+def rollout(task: str, reward: float) -> Rollout:
+    return Rollout("e", task, (1, 2), (0, 1), (-0.1,), reward, reward == 1.0, 0.1, 1.0)
+
+
+def test_rpr_leaves_settled_tasks_and_uniform_groups_out():
+    outcomes = {
+        "solved": [(True, 1.0)] * 4,
+        "hopeless": [(False, 0.0)] * 5,
+        "frontier": [(True, 1.0), (False, 0.0)] * 2,
+        "partial": [(False, 0.25)] * 4,
+        "young": [(True, 1.0)] * 2,
+    }
+    assert settled_tasks(outcomes, 4) == {"solved", "hopeless"}
+    keyed = [
+        ("joint0|a|0|0", rollout("a", 1.0)),
+        ("joint0|a|0|1", rollout("a", 0.0)),
+        ("joint0|b|1|0", rollout("b", 0.0)),
+        ("joint0|b|1|1", rollout("b", 0.0)),
+    ]
+    assert [r.task for r in informative(keyed)] == ["a", "a"]
+
+
+def test_the_funnel_counts_each_step_and_says_when_the_model_was_too_small(tmp_path: Path):
+    store = Store(tmp_path / "db.sqlite")
+    run_id = store.runs.create("rsr-explore", backend="local", agent="model", tasks_path="", total=3, config={})
+    for i, ok in enumerate((True, True, False)):
+        store.runs.record_episode(_episode(run_id, i, "t", "model", success=ok, checks=_checks(("a", ok))))
+        store.jobs.done("rsr/1/explore", f"t|fenced-bash|{i}", run_id, f"{run_id}-{i:04d}", ok)
+    unreadable = ReviewVerdict(True, True, False, True, ("reviewer reply was not a JSON verdict after 3 tries",))
+    store.runbooks.add(
+        RunbookDraft("t", 1, f"{run_id}-0000", "# Goal", "fenced-bash", LeakReport(0.0), unreadable, author="template"),
+        status="approved",
+        decided_by="auto",
+    )
+    store.runbooks.add(
+        RunbookDraft("t", 1, f"{run_id}-0001", "# Goal", "fenced-bash", LeakReport(0.9, ("x",)), unreadable),
+        status="rejected",
+        decided_by="auto",
+    )
+    store.jobs.done("rsr/1/replay", "rb|0", run_id, f"{run_id}-0000", True)
+    store.rsr.add_samples(1, [Sample((1, 2), (0, 1), Provenance("t", "fenced-bash", "s", "r"))])
+    counts = funnel(store, 1)
+    assert list(counts) == list(FUNNEL) and list(counts.values()) == [2, 2, 1, 1, 1, 1]
+    notes = funnel_notes(store, 1, RsrConfig())
+    assert any("1 of 2 runbook(s) were built from the commands by the template" in n for n in notes)
+    assert any("unreadable for 2 runbook(s)" in n and "abstain" in n for n in notes)
