@@ -54,6 +54,7 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
 
     from engine.logs import LOG_FILE, setup_logging
 
+    logging.captureWarnings(False)  # an earlier test's engine may have captured them already
     path = setup_logging(tmp_path / "logs")
     try:
         logging.getLogger("engine.rollout.episode").error("engine record")
