@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Callable, Protocol
 
 Messages = list[dict]  # chat messages: {"role": ..., "content": ...}
 Tools = list[dict]  # OpenAI-style tool schemas
 Seed = int | None  # a sampling seed; None leaves the backend to its own randomness
+# Told the text generated so far; True once the reply holds a complete action (a closed code
+# block, a closing tag): sampling stops there instead of running on to the token limit.
+StopAt = Callable[[str], bool] | None
 
 
 class PolicyError(RuntimeError):
@@ -60,16 +63,26 @@ class LocalPolicy:
     ) -> list[int]:
         raise NotImplementedError
 
+    # Backends that can stop sampling where an action ends take `stop_at=` in generate and generate_ids.
+    supports_stop_at = False
+
     def generate_ids(
         self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
     ) -> Generation:
         raise NotImplementedError
 
     def generate(
-        self, messages: Messages, *, max_tokens: int, temperature: float, seed: Seed = None, tools: Tools | None = None
+        self,
+        messages: Messages,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: Seed = None,
+        tools: Tools | None = None,
+        **stop: StopAt,
     ) -> Generation:
         prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
-        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, **stop)
 
     def token_budget(self, prompt: list[int], max_tokens: int) -> int:
         """How many tokens may be sampled after `prompt`; 0 when the context is full."""

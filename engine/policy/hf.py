@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from engine.logs import quiet_libraries
-from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, Tools
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, StopAt, Tools
 
 
 class TransformersPolicy(LocalPolicy):
@@ -89,8 +89,10 @@ class TransformersPolicy(LocalPolicy):
             logits = self.model(input_ids=torch.tensor([prompt])).logits[0, -1].float()
         return torch.log_softmax(logits, dim=-1)
 
+    supports_stop_at = True
+
     def generate_ids(
-        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
+        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None, stop_at: StopAt = None
     ) -> Generation:
         torch = self._torch
         budget = self.token_budget(prompt, max_tokens)
@@ -113,6 +115,9 @@ class TransformersPolicy(LocalPolicy):
                 logprobs.append(float(logp[token]))
                 if token in self._stop_ids:
                     finish = "stop"
+                    break
+                if stop_at is not None and stop_at(self.tokenizer.decode(ids)):
+                    finish = "action"
                     break
                 if len(ids) >= budget:
                     break

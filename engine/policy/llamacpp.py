@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, Tools
+from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, StopAt, Tools
 
 _LOAD_LOCK = threading.Lock()
 
@@ -136,15 +136,19 @@ class LlamaCppPolicy(LocalPolicy):
     def stop_ids(self) -> frozenset[int]:
         return frozenset(self._stop_ids)
 
+    supports_stop_at = True
+
     def generate_ids(
-        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None
+        self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None, stop_at: StopAt = None
     ) -> Generation:
-        """Continue exactly the token ids given (an episode's token buffer)."""
+        """Continue exactly the token ids given (an episode's token buffer); with `stop_at`, stop
+        once the text so far holds a complete action."""
         budget = self.token_budget(prompt, max_tokens)
         if budget == 0:
             return Generation("", (), (), len(prompt), "context_full")
         start, finish = time.monotonic(), "length"
         ids, logprobs = [], []  # the sampled token ids, and each one's log-probability
+        text_bytes = bytearray()
         llm = self._acquire(prompt)
         try:
             if seed is not None:
@@ -162,6 +166,11 @@ class LlamaCppPolicy(LocalPolicy):
                 if token in self._stop_ids:
                     finish = "stop"
                     break
+                if stop_at is not None:
+                    text_bytes += self._llm.detokenize([token])
+                    if stop_at(text_bytes.decode("utf-8", errors="ignore")):
+                        finish = "action"
+                        break
                 if len(ids) >= budget:
                     break
         finally:

@@ -91,11 +91,15 @@ class ModelAgent:
             t0 = time.monotonic()
             seed = None if self.seed is None else self.seed * 1000 + turn
             max_tokens = min(self.max_tokens_per_turn, room)
+            # Sampling stops where the harness's action ends: tokens after it would never be read.
+            stop = {"stop_at": self.harness.action_complete} if getattr(self.policy, "supports_stop_at", False) else {}
             if buffered:
-                gen = self.policy.generate_ids(buf.ids, max_tokens=max_tokens, temperature=self.temperature, seed=seed)
+                gen = self.policy.generate_ids(
+                    buf.ids, max_tokens=max_tokens, temperature=self.temperature, seed=seed, **stop
+                )
             else:
                 gen = self.policy.generate(
-                    messages, max_tokens=max_tokens, temperature=self.temperature, seed=seed, tools=tools
+                    messages, max_tokens=max_tokens, temperature=self.temperature, seed=seed, tools=tools, **stop
                 )
                 used = gen.prompt_tokens + gen.n_generated
             if gen.finish_reason == "context_full":

@@ -86,6 +86,11 @@ class Harness(ABC):
     def format_reminder(self) -> str:
         return ""
 
+    def action_complete(self, text: str) -> bool:
+        """Whether `text`, a reply being sampled, already holds a complete action; sampling stops
+        there. False (sample to the end) unless the harness knows where its action ends."""
+        return False
+
 
 def clamp_duration(value: object, default: float = 10.0) -> float:
     try:

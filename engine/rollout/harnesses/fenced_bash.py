@@ -65,6 +65,10 @@ class FencedBash(Harness):
     def format_reminder(self) -> str:
         return "Reply with one command in a ```bash code block, or DONE when the task is complete."
 
+    def action_complete(self, text: str) -> bool:
+        """A closed code block, or DONE: what follows would never be read."""
+        return bool(_FENCE.search(text) or _DONE.search(text))
+
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         match = _FENCE.search(text)
         if match and _clean(match.group(1)):
