@@ -16,6 +16,7 @@ from engine.rollout.validation import TaskCheck, check_suites
 from engine.stage import StageContext
 from engine.stats import RunComparison, compare_runs
 from engine.store import Store
+from engine.store.records import RunRecord, StageRecord
 from engine.tasks import Suite, load_suite
 from sandboxes import preflight
 
@@ -239,6 +240,22 @@ class Engine:
             return self._work.run()
         finally:
             self._work = None
+
+    # -- what is stored ------------------------------------------------------------------------
+    def stages(self) -> dict[str, StageRecord]:
+        """The pipeline's stage table as stored."""
+        return self.store.stages.all()
+
+    def runs(self, limit: int = 50) -> list[RunRecord]:
+        """Stored runs, newest first."""
+        return self.store.runs.list(limit)
+
+    def export_run(self, run_id: str, fmt: str, file: Path) -> int:
+        """A run's episodes written to `file` as JSON Lines or ATIF; KeyError for an unknown run."""
+        from engine.store.export import export_run
+
+        self.store.runs.get(run_id)
+        return export_run(self.store, run_id, fmt, file)
 
     def compare_runs(self, run_a: str, run_b: str) -> RunComparison:
         """pass@1 of run B against run A on their shared tasks; KeyError for an unknown run,

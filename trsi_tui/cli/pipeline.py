@@ -121,7 +121,7 @@ def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
     """The stored stage table: status, checkpoint, pass@1 with its 95% interval."""
     from dataclasses import asdict
 
-    stages = engine_of(ctx).store.stages.all()
+    stages = engine_of(ctx).stages()
     out.print(stage_table(stages))
     write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
 

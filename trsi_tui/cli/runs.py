@@ -30,14 +30,11 @@ from trsi_tui.render import RUN_COLUMNS, run_row
 @click.pass_context
 def export_cmd(ctx: click.Context, run_id: str, fmt: str, file: Path) -> None:
     """Write a run's episodes to FILE for other tools."""
-    from engine.store.export import export_run
-
-    store = engine_of(ctx).store
     try:
-        store.runs.get(run_id)
+        written = engine_of(ctx).export_run(run_id, fmt, file)
     except KeyError:
         raise click.ClickException(f"no stored run {run_id!r} (see `trsi-tui runs`)") from None
-    out.print(f"wrote {export_run(store, run_id, fmt, file)} episodes to {file}")
+    out.print(f"wrote {written} episodes to {file}")
 
 
 # -- runs / config ----------------------------------------------------------------------------
@@ -47,7 +44,7 @@ def export_cmd(ctx: click.Context, run_id: str, fmt: str, file: Path) -> None:
 def runs_cmd(ctx: click.Context, limit: int) -> None:
     """List stored runs, newest first."""
     table = new_table("runs", *RUN_COLUMNS)
-    for r in engine_of(ctx).store.runs.list(limit):
+    for r in engine_of(ctx).runs(limit):
         table.add_row(*run_row(r))
     out.print(table)
 
