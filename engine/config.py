@@ -58,7 +58,8 @@ class RsrConfig(_Section):
     attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness, at most")
     min_attempts: int = Field(2, ge=1, le=64, description="attempts every task and harness gets before any stops")
     target_successes: int = Field(2, ge=1, le=64, description="a task stops exploring once it has this many")
-    harnesses: list[str] = Field(default_factory=lambda: ["xml-bash", "terminus-json"], min_length=1)
+    # The formats the bundled model writes by habit (docs/results.md measures them on the curriculum).
+    harnesses: list[str] = Field(default_factory=lambda: ["fenced-bash-plain", "fenced-bash"], min_length=1)
     split: str = "train"
     temperature: float = Field(0.8, ge=0.0, le=5.0)
     max_turns: int = Field(6, ge=1, le=200)
@@ -79,7 +80,7 @@ class RprConfig(_Section):
     critic_warmup_rounds: int = Field(4, ge=0, le=1000, description="critic-only rounds first, actor frozen")
     tasks_per_round: int = Field(4, ge=1, le=1000)
     episodes_per_task: int = Field(2, ge=1, le=64)
-    harness: str = "xml-bash"
+    harness: str = "fenced-bash-plain"
     split: str = "train"
     temperature: float = Field(0.8, gt=0.0, le=5.0)
     max_turns: int = Field(6, ge=1, le=200)
@@ -119,7 +120,7 @@ class PipelineConfig(_Section):
     eval_split: str = "eval"
     eval_seeds: int = Field(3, ge=1, le=100)
     eval_tasks: int = Field(0, ge=0, description="evaluate on this many eval tasks (a seeded sample); 0 = all")
-    eval_harness: str = "xml-bash"
+    eval_harness: str = "fenced-bash-plain"
     eval_temperature: float = Field(0.7, ge=0.0, le=5.0)
     eval_max_turns: int = Field(6, ge=1, le=200)
     seed: int = 0
@@ -206,7 +207,7 @@ approval = "auto"          # auto: approve what both reviews pass; manual: a per
 attempts = 4               # explore attempts per task and harness, at most
 min_attempts = 2           # every task and harness gets this many before any stops
 target_successes = 2       # a task stops exploring once this many attempts passed every check
-harnesses = ["xml-bash", "terminus-json"]
+harnesses = ["fenced-bash-plain", "fenced-bash"]
 split = "train"
 temperature = 0.8
 max_turns = 6
@@ -232,7 +233,7 @@ rounds = 4                 # rounds in which actor and critic train together
 critic_warmup_rounds = 4   # critic-only rounds first (actor frozen); 0 skips the warm-up
 tasks_per_round = 4
 episodes_per_task = 2
-harness = "xml-bash"
+harness = "fenced-bash-plain"
 split = "train"
 temperature = 0.8
 max_turns = 6
@@ -264,7 +265,7 @@ model = "bundled:smollm2-135m"
 eval_split = "eval"
 eval_seeds = 3
 eval_tasks = 0             # a seeded sample of this many eval tasks; 0 = all of them
-eval_harness = "xml-bash"
+eval_harness = "fenced-bash-plain"
 eval_temperature = 0.7
 eval_max_turns = 6
 seed = 0

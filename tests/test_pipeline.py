@@ -32,6 +32,7 @@ pytestmark = pytest.mark.slow
 CONFIG = Config(
     rsr=RsrConfig(attempts=1, harnesses=["xml-bash"], max_turns=1, sft=SftSection(epochs=1, rank=4, alpha=8)),
     rpr=RprConfig(
+        harness="xml-bash",  # what ScriptedModel replies in
         rounds=1,
         critic_warmup_rounds=1,
         tasks_per_round=1,

@@ -58,6 +58,7 @@ def real_policy():
 
 def settings(**overrides) -> RprConfig:
     base = dict(
+        harness="xml-bash",  # what SeededScript replies in
         rounds=1,
         critic_warmup_rounds=2,
         tasks_per_round=1,

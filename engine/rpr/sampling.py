@@ -20,9 +20,10 @@ def settled_tasks(outcomes: dict[str, list[tuple[bool, float]]], need: int) -> s
 
 
 def informative(keyed: list[tuple[str, Rollout]]) -> list[Rollout]:
-    """The rollouts of groups whose rewards differ; a group is one task's rollouts of a round, their
-    keys differing only in the last field (`phase|task|m|k`)."""
+    """All rollouts but those of groups of two or more whose rewards are all equal; a group is one
+    task's rollouts of a round, their keys differing only in the last field (`phase|task|m|k`).
+    A lone rollout stays: the critic's baseline, not its group, gives its advantage."""
     groups: dict[str, list[Rollout]] = {}
     for key, rollout in keyed:
         groups.setdefault(key.rsplit("|", 1)[0], []).append(rollout)
-    return [r for group in groups.values() if len({r.reward for r in group}) > 1 for r in group]
+    return [r for group in groups.values() if len(group) == 1 or len({r.reward for r in group}) > 1 for r in group]

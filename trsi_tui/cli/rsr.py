@@ -50,7 +50,7 @@ def rsr() -> None:
     "harnesses",
     multiple=True,
     type=click.Choice(sorted(HARNESSES)),
-    help="Explore harness (repeatable; default from config: xml-bash and terminus-json).",
+    help="Explore harness (repeatable; default from config: fenced-bash-plain and fenced-bash).",
 )
 @click.option("--split", default=None, help="Task split to explore (default from config: train).")
 @stage_options("the round's report")
