@@ -49,7 +49,8 @@ def setup_logging(logs_dir: Path, level: int = logging.INFO) -> Path:
         root.removeHandler(old)
         old.close()
     root.addHandler(handler)
-    root.setLevel(min(root.level or level, level) if root.handlers[:-1] else level)
+    if root.level == logging.NOTSET or root.level > level:
+        root.setLevel(level)  # the root logger starts at WARNING: INFO records would not reach the file
     logging.captureWarnings(True)  # FutureWarnings and the like: into the file, not onto the console
     quiet_libraries()
     _configured = path
