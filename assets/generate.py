@@ -21,41 +21,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
-from engine.tasks.spec import TaskSpec, q, write_task  # noqa: E402
+from engine.tasks.spec import WORDS, TaskSpec, q, write_task  # noqa: E402
 
 TASKS_DIR = ROOT / "tasks"
 # Instances 0 and 1 of each family go to train, instance 2 to eval.
 SPLIT_OF = {0: "train", 1: "train", 2: "eval"}
-
-
-WORDS = (
-    "amber",
-    "birch",
-    "cobalt",
-    "delta",
-    "ember",
-    "fjord",
-    "garnet",
-    "harbor",
-    "indigo",
-    "juniper",
-    "kelp",
-    "lumen",
-    "maple",
-    "nectar",
-    "onyx",
-    "pepper",
-    "quartz",
-    "raven",
-    "sierra",
-    "tundra",
-    "umber",
-    "violet",
-    "willow",
-    "xenon",
-    "yarrow",
-    "zephyr",
-)
 
 
 def lines_file(rng: random.Random, n: int) -> str:

@@ -19,47 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine.tasks.spec import TaskSpec, q, write_task
+from engine.tasks.spec import WORDS, TaskSpec, q, write_task
 
 # Disjoint pools per split: a train instance and an eval instance never share a name or a word.
-WORD_POOLS = {
-    "train": (
-        "amber",
-        "birch",
-        "cobalt",
-        "delta",
-        "ember",
-        "fjord",
-        "garnet",
-        "harbor",
-        "indigo",
-        "juniper",
-        "kelp",
-        "lumen",
-        "maple",
-        "nectar",
-        "onyx",
-        "pepper",
-    ),
-    "eval": (
-        "quartz",
-        "raven",
-        "sierra",
-        "tundra",
-        "umber",
-        "violet",
-        "willow",
-        "xenon",
-        "yarrow",
-        "zephyr",
-        "alder",
-        "basil",
-        "cedar",
-        "dune",
-        "fennel",
-        "glacier",
-    ),
-}
+WORD_POOLS = {"train": WORDS[:16], "eval": WORDS[16:] + ("alder", "basil", "cedar", "dune", "fennel", "glacier")}
 NUMBER_RANGES = {"train": (2, 49), "eval": (51, 98)}
 EXTENSIONS = {"train": ("txt", "log", "csv"), "eval": ("dat", "out", "lst")}
 SPLITS = ("train", "eval")
@@ -194,42 +157,34 @@ def count_lines(p: Pool, name: str) -> TaskSpec:
     )
 
 
-def head_lines(p: Pool, name: str) -> TaskSpec:
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_head.txt"
+def _first_or_last(p: Pool, name: str, end: str) -> TaskSpec:
+    """head-lines and tail-lines: the first or the last k lines of a file."""
+    tool = "head" if end == "first" else "tail"
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_{tool}.txt"
     lines = p.lines(p.rng.randint(8, 14))
     k = p.rng.randint(2, 5)
+    kept = lines[:k] if end == "first" else lines[-k:]
     return _spec(
         name,
-        f"Write the first {k} lines of {src} to {out}.\n",
+        f"Write the {end} {k} lines of {src} to {out}.\n",
         _data(src, lines),
-        f"head -n {k} {src} > {out}\n",
+        f"{tool} -n {k} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
             (f"has_{k}_lines", f'test "$(wc -l < {out})" -eq {k}'),
-            ("first_line", f'test "$(head -n 1 {out})" = {q(lines[0])}'),
-            ("last_line", f'test "$(tail -n 1 {out})" = {q(lines[k - 1])}'),
+            ("first_line", f'test "$(head -n 1 {out})" = {q(kept[0])}'),
+            ("last_line", f'test "$(tail -n 1 {out})" = {q(kept[-1])}'),
         ],
-        "head",
+        tool,
     )
+
+
+def head_lines(p: Pool, name: str) -> TaskSpec:
+    return _first_or_last(p, name, "first")
 
 
 def tail_lines(p: Pool, name: str) -> TaskSpec:
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_tail.txt"
-    lines = p.lines(p.rng.randint(8, 14))
-    k = p.rng.randint(2, 5)
-    return _spec(
-        name,
-        f"Write the last {k} lines of {src} to {out}.\n",
-        _data(src, lines),
-        f"tail -n {k} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            (f"has_{k}_lines", f'test "$(wc -l < {out})" -eq {k}'),
-            ("first_line", f'test "$(head -n 1 {out})" = {q(lines[-k])}'),
-            ("last_line", f'test "$(tail -n 1 {out})" = {q(lines[-1])}'),
-        ],
-        "tail",
-    )
+    return _first_or_last(p, name, "last")
 
 
 def grep_count(p: Pool, name: str) -> TaskSpec:

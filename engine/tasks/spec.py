@@ -14,6 +14,36 @@ from pathlib import Path
 
 from engine.tasks.canary import CANARY
 
+# Names and words the generated tasks are built from.
+WORDS = (
+    "amber",
+    "birch",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pepper",
+    "quartz",
+    "raven",
+    "sierra",
+    "tundra",
+    "umber",
+    "violet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+)
+
 
 def q(text: str) -> str:
     """Single-quote for bash."""
