@@ -2,7 +2,11 @@
 
     python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
 
-Part 1, the update: one PPO update (ppo_epochs 1, one minibatch) of actor and critic on
+Part 1, the update, two ways side by side: `anchor` is the update as it was before issue 14 (the
+training model recomputes the old log-probs, and the critic runs a separate no-grad forward for
+the old values); `current` is today's (the sampler's log-probs stand in after a one-episode
+probe, and one epoch over one minibatch takes the old values from the critic's training forward).
+Each is one PPO update (ppo_epochs 1, one minibatch) of actor and critic on
 `--model` (default the bundled SmolLM2-135M; `hf:PATH` for another base, on CUDA when there is
 one) (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
 them NF4) over `--episodes` synthetic episodes of each length: random token ids with a real
@@ -16,12 +20,17 @@ the mean share of a round's wall time spent generating (llama.cpp), in sandboxes
 verifier) and training (the PPO update and the checkpoint). Rollouts run episodes concurrently, so
 generation and sandbox time are the rollout wall time split by the episodes' own generation share.
 
+The synthetic episodes' sampler log-probs are the training model's own, computed before the
+clock starts: a sampler that agrees with the trainer, as llama.cpp does with the fp32 weights
+(docs/rpr.md).
+
 Writes bench/results/ppo.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sqlite3
@@ -53,18 +62,19 @@ def synthetic(length: int, vocab: int, seed: int):
     mask = mask[:length]
     mask[-1] = 1
     ids = tuple(rng.randrange(100, vocab) for _ in range(length))
-    actions = sum(mask)
-    return Rollout(
-        f"synthetic-{seed}",
-        "bench",
-        ids,
-        tuple(mask),
-        tuple([-1.0] * actions),
-        rng.choice([0.0, 0.25, 1.0]),
-        False,
-        0.0,
-        0.0,
-    )
+    return Rollout(f"synthetic-{seed}", "bench", ids, tuple(mask), (), rng.choice([0.0, 0.25, 1.0]), False, 0.0, 0.0)
+
+
+def with_sampler_logprobs(ac, rollout):
+    import dataclasses
+
+    import torch
+
+    from engine.rpr.actor_critic import ACTOR
+
+    with torch.no_grad():
+        lp = ac.actions(ACTOR, torch.tensor([rollout.ids]), torch.tensor([rollout.mask[1:]])).logprobs
+    return dataclasses.replace(rollout, sampler_logprobs=tuple(lp.tolist()))
 
 
 def worker(args) -> None:
@@ -79,7 +89,14 @@ def worker(args) -> None:
 
     torch.manual_seed(0)
     release_freed_memory()
-    settings = RprConfig(ppo_epochs=1, minibatch_episodes=args.episodes, load_4bit=args.four_bit, max_len=8192)
+    anchor = args.path == "anchor"
+    settings = RprConfig(
+        ppo_epochs=1,
+        minibatch_episodes=args.episodes,
+        load_4bit=args.four_bit,
+        max_len=8192,
+        old_logprobs="recompute" if anchor else "sampler",
+    )
     ac = ActorCritic.load(
         trainable_weights(args.model)[0],
         actor_adapter=None,
@@ -92,10 +109,11 @@ def worker(args) -> None:
         temperature=0.8,
     )
     vocab = ac.model.get_base_model().config.vocab_size
-    rollouts = [synthetic(args.length, vocab, s) for s in range(args.episodes)]
+    rollouts = [with_sampler_logprobs(ac, synthetic(args.length, vocab, s)) for s in range(args.episodes)]
     optimizers, schedulers = make_optimizers(ac, settings)
     # A warm-up update outside the timing: first calls allocate the optimizer state and caches.
-    ppo_update(ac, rollouts[:1], settings, optimizers, schedulers, train_actor=True, rng=random.Random(0))
+    update = functools.partial(ppo_update, fuse_critic=not anchor)
+    update(ac, rollouts[:1], settings, optimizers, schedulers, train_actor=True, rng=random.Random(0))
     baseline = rss_mb()
     peak = {"mb": baseline}
     stop = threading.Event()
@@ -106,9 +124,12 @@ def worker(args) -> None:
             time.sleep(0.005)
 
     sampler = threading.Thread(target=sample, daemon=True)
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     sampler.start()
-    joint = ppo_update(ac, rollouts, settings, optimizers, schedulers, train_actor=True, rng=random.Random(1))
-    critic = ppo_update(ac, rollouts, settings, optimizers, schedulers, train_actor=False, rng=random.Random(2))
+    joint = update(ac, rollouts, settings, optimizers, schedulers, train_actor=True, rng=random.Random(1))
+    critic = update(ac, rollouts, settings, optimizers, schedulers, train_actor=False, rng=random.Random(2))
     stop.set()
     sampler.join()
     tokens = sum(len(r.ids) for r in rollouts)
@@ -116,17 +137,22 @@ def worker(args) -> None:
         json.dumps(
             {
                 "model": args.model,
+                "path": args.path,
+                "device": str(ac.device),
                 "length": args.length,
                 "episodes": args.episodes,
                 "tokens": tokens,
                 "4bit": args.four_bit,
                 "joint_update_s": round(joint.seconds, 2),
                 "critic_update_s": round(critic.seconds, 2),
+                "joint_forward_passes_per_episode": round(joint.forward_passes, 2),
+                "old_logprobs_from": joint.old_logprobs_from,
                 "joint_tokens_per_s": round(tokens / joint.seconds, 1),
                 "critic_tokens_per_s": round(tokens / critic.seconds, 1),
                 "baseline_rss_mb": round(baseline),
                 "peak_rss_mb": round(peak["mb"]),
                 "peak_above_model_mb_per_1k_tokens": round((peak["mb"] - baseline) / (args.length / 1000), 1),
+                "peak_cuda_mb": round(torch.cuda.max_memory_allocated() / 2**20) if cuda else None,
             }
         )
     )
@@ -172,6 +198,7 @@ def main() -> None:
     parser.add_argument("--4bit", dest="four_bit", action="store_true", help="load the base NF4 (QLoRA)")
     parser.add_argument("--store", type=Path, default=None, help="a trsi-tui database with RPR rounds")
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--path", choices=["anchor", "current"], default="current", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ppo.json"))
     args = parser.parse_args()
@@ -179,7 +206,7 @@ def main() -> None:
         worker(args)
         return
     rows = []
-    for length in args.lengths:
+    for length, path in [(n, p) for n in args.lengths for p in ("anchor", "current")]:
         cmd = [
             sys.executable,
             __file__,
@@ -190,21 +217,27 @@ def main() -> None:
             str(length),
             "--episodes",
             str(args.episodes),
+            "--path",
+            path,
         ]
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
-            raise SystemExit(f"length {length} failed")
+            raise SystemExit(f"length {length} ({path}) failed")
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    anchors = {r["length"]: r for r in rows if r["path"] == "anchor"}
     print(
-        "tokens/episode | episodes | joint update s | critic-only s | joint tok/s | peak RSS MB | "
-        "peak above model, MB per 1k tokens"
+        "tokens/episode | path | episodes | joint update s | speed-up | critic-only s | forwards/episode | "
+        "joint tok/s | peak RSS MB | peak above model, MB per 1k tokens"
     )
     for r in rows:
+        r["joint_speedup"] = round(anchors[r["length"]]["joint_update_s"] / r["joint_update_s"], 2)
+        r["critic_speedup"] = round(anchors[r["length"]]["critic_update_s"] / r["critic_update_s"], 2)
         print(
-            f"{r['length']} | {r['episodes']} | {r['joint_update_s']} | {r['critic_update_s']} | "
-            f"{r['joint_tokens_per_s']} | {r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}"
+            f"{r['length']} | {r['path']} | {r['episodes']} | {r['joint_update_s']} | {r['joint_speedup']}x | "
+            f"{r['critic_update_s']} | {r['joint_forward_passes_per_episode']} | {r['joint_tokens_per_s']} | "
+            f"{r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}"
         )
     breakdown = round_breakdown(args.store) if args.store else []
     if breakdown:

@@ -106,6 +106,11 @@ class RprConfig(_Section):
     # token-mean: every action token of a minibatch weighs the same; seq-mean-token-mean: every episode does.
     loss_agg_mode: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
     normalize_advantages: bool = True
+    # "sampler": PPO's old log-probs are the sampler's own when a one-episode probe agrees with the
+    # training model within `sampler_tolerance` (mean |log-prob difference|); "recompute": always
+    # recompute them with the training model (one more forward pass per episode).
+    old_logprobs: Literal["sampler", "recompute"] = "sampler"
+    sampler_tolerance: float = Field(0.1, ge=0.0)
     grad_clip: float = Field(1.0, gt=0)
     max_len: int = Field(2048, ge=64, description="longer episodes are left out of the loss and counted")
     rank: int = Field(8, ge=1, le=256, description="LoRA rank of a fresh actor or critic adapter")

@@ -263,3 +263,79 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
     ]
     assert margin() > before + 1.0  # log-odds of the rewarded reply over the other, up by more than e
     assert stats[-1].kl > 0.0 and stats[-1].optimizer_steps == 2
+
+
+def _tiny_actor_critic():
+    from engine.policy.spec import resolve_hf_base
+    from engine.rpr.actor_critic import ActorCritic
+    from engine.training.loader import LoraShape
+
+    base = resolve_hf_base("bundled:smollm2-135m")  # a first call converts the model, drawing random numbers
+    torch.manual_seed(0)
+    return ActorCritic.load(
+        base,
+        actor_adapter=None,
+        critic_adapter=None,
+        value_head=None,
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(4, 8),
+        load_4bit=False,
+        temperature=1.0,
+    )
+
+
+def _random_rollouts(ac, *, sampler_shift: float | None):
+    """Three short episodes; with sampler_shift, sampler log-probs = the trainer's + the shift."""
+    from engine.rpr.actor_critic import ACTOR
+    from engine.rpr.rollouts import Rollout
+
+    rng = random.Random(0)
+    mask = tuple([0] * 24 + [1] * 12 + [0] * 8 + [1] * 12)
+    rollouts = []
+    for i, reward in enumerate((0.0, 0.5, 1.0)):
+        ids = tuple(rng.randrange(100, 40000) for _ in range(len(mask)))
+        sampler = ()
+        if sampler_shift is not None:
+            with torch.no_grad():
+                trainer = ac.actions(ACTOR, torch.tensor([ids]), torch.tensor([mask[1:]])).logprobs
+            sampler = tuple((trainer + sampler_shift).tolist())
+        rollouts.append(Rollout(f"e{i}", "t", ids, mask, sampler, reward, reward == 1.0, 0.0, 0.0))
+    return rollouts
+
+
+def test_the_faster_update_takes_the_same_step_with_fewer_forward_passes():
+    """Sampler log-probs as the old ones and the critic's single forward: same parameters after."""
+    from engine.rpr.ppo import make_optimizers, ppo_update
+
+    results = {}
+    for fast in (False, True):
+        ac = _tiny_actor_critic()
+        rollouts = _random_rollouts(ac, sampler_shift=0.0)
+        s = settings(ppo_epochs=1, minibatch_episodes=4, old_logprobs="sampler" if fast else "recompute", actor_lr=1e-3)
+        optimizers, schedulers = make_optimizers(ac, s)
+        stats = ppo_update(
+            ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(0), fuse_critic=fast
+        )
+        params = [p.detach().clone() for p in ac.actor_parameters() + ac.critic_parameters()]
+        results[fast] = (stats, params)
+    slow, fast = results[False][0], results[True][0]
+    assert (slow.old_logprobs_from, fast.old_logprobs_from) == ("trainer", "sampler")
+    assert fast.forward_passes < slow.forward_passes - 1.5  # 5 -> 3.33 per episode (old, ref, critic x2)
+    assert fast.policy_loss == pytest.approx(slow.policy_loss, abs=1e-6)
+    assert fast.value_loss == pytest.approx(slow.value_loss, abs=1e-6)
+    for a, b in zip(results[False][1], results[True][1]):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_sampler_log_probs_that_disagree_with_the_trainer_are_not_used_as_the_old_ones():
+    from engine.rpr.ppo import make_optimizers, ppo_update
+
+    ac = _tiny_actor_critic()
+    rollouts = _random_rollouts(ac, sampler_shift=0.5)  # a sampler serving other weights
+    s = settings(ppo_epochs=1, minibatch_episodes=4, old_logprobs="sampler", sampler_tolerance=0.1)
+    optimizers, schedulers = make_optimizers(ac, s)
+    stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(0))
+    assert stats.old_logprobs_from == "trainer"
+    assert stats.sampler_ratio == pytest.approx(float(torch.exp(torch.tensor(-0.5))), rel=1e-3)
+    assert stats.policy_loss == pytest.approx(0.0, abs=1e-6)  # ratio 1 against the recomputed old log-probs

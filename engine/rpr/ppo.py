@@ -1,10 +1,16 @@
 """One PPO update of actor and critic on a batch of rollouts (or of the critic alone, in warm-up).
 
-1. Without gradients, the training model recomputes the actor's log-probs of the sampled
-   tokens (the "old" ones PPO's ratio starts from), the reference's, and the critic's values;
-   the importance ratio of the training model against the sampling backend is logged.
+1. The "old" log-probs PPO's ratio starts from are the sampler's own (llama.cpp reports them with
+   every token) when a probe agrees: the training model recomputes one episode's log-probs and,
+   if their mean |difference| from the sampler's is within `sampler_tolerance`, the sampler's
+   stand for every episode (they are the behaviour policy, so the ratio also corrects the small
+   sampler/trainer mismatch). Otherwise, or with `old_logprobs = "recompute"`, the training model
+   recomputes them all. The reference's log-probs are computed when the KL term needs them.
 2. The episode's success-first reward sits on its last action token (minus a per-token KL
-   penalty when kl_mode = "reward"); GAE runs over action tokens only.
+   penalty when kl_mode = "reward"); GAE runs over action tokens only, from the critic's values.
+   When the update is one epoch over one minibatch, those values come from the critic's training
+   forward pass itself (its loss is unclipped there anyway, since the values are the old ones),
+   so the critic runs forward once per episode instead of twice; the result is the same update.
 3. `ppo_epochs` passes over shuffled minibatches of whole episodes: clipped policy loss (+ KL
    loss when kl_mode = "loss"), clipped value loss, aggregated over each minibatch as
    `loss_agg_mode` says (token-mean, or seq-mean-token-mean as in verl); backward
@@ -56,6 +62,8 @@ class UpdateStats:
     sampler_log_ratio_max: float
     optimizer_steps: int
     seconds: float
+    old_logprobs_from: str = ""  # "sampler" or "trainer": whose log-probs the ratio started from
+    forward_passes: int = 0  # through the model, per episode on average (backward passes not counted)
 
 
 @dataclass
@@ -65,9 +73,32 @@ class _Prepared:
     target_mask: torch.Tensor
     old_logprobs: torch.Tensor
     ref_logprobs: torch.Tensor | None
-    old_values: torch.Tensor
-    advantages: torch.Tensor
-    returns: torch.Tensor
+    old_values: torch.Tensor | None = None  # None until the critic has run (fused: in training)
+    advantages: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+
+    @property
+    def n_actions(self) -> int:
+        return int(self.target_mask.sum())
+
+
+@dataclass
+class _SamplerCheck:
+    """How the training model's log-probs compare with the sampler's, on the episodes recomputed."""
+
+    ratios: list[torch.Tensor]
+    log_ratio_max: float = 0.0
+
+    def add(self, trainer: torch.Tensor, sampler: tuple[float, ...]) -> float:
+        """Records one episode; returns its mean |log ratio|."""
+        log_ratio = trainer - torch.tensor(sampler)
+        self.ratios.append(torch.exp(log_ratio))
+        self.log_ratio_max = max(self.log_ratio_max, float(log_ratio.abs().max()))
+        return float(log_ratio.abs().mean())
+
+    @property
+    def mean_ratio(self) -> float:
+        return float(torch.cat(self.ratios).mean()) if self.ratios else math.nan
 
 
 def make_optimizers(ac: ActorCritic, settings: RprConfig):
@@ -82,29 +113,67 @@ def make_optimizers(ac: ActorCritic, settings: RprConfig):
     )
 
 
-def _prepare(ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, train_actor: bool) -> list[_Prepared]:
+def _has_sampler_logprobs(r: Rollout) -> bool:
+    return len(r.sampler_logprobs) == r.action_tokens
+
+
+def _old_logprobs(
+    ac: ActorCritic, rollouts: list[Rollout], inputs: list[tuple[torch.Tensor, torch.Tensor]], settings: RprConfig
+) -> tuple[list[torch.Tensor], _SamplerCheck, str, int]:
+    """Old log-probs per episode, the sampler check, whose they are, and the forward passes spent."""
+    check = _SamplerCheck([])
+    if settings.old_logprobs == "sampler" and all(_has_sampler_logprobs(r) for r in rollouts):
+        ids, target_mask = inputs[0]
+        probe = ac.actions(ACTOR, ids, target_mask).logprobs
+        if check.add(probe, rollouts[0].sampler_logprobs) <= settings.sampler_tolerance:
+            return [torch.tensor(r.sampler_logprobs) for r in rollouts], check, "sampler", 1
+    old = []
+    for r, (ids, target_mask) in zip(rollouts, inputs):
+        logprobs = ac.actions(ACTOR, ids, target_mask).logprobs
+        if _has_sampler_logprobs(r):
+            check.add(logprobs, r.sampler_logprobs)
+        old.append(logprobs)
+    return old, check, "trainer", len(rollouts)
+
+
+def _advantages(p: _Prepared, values: torch.Tensor, settings: RprConfig) -> None:
+    ones = torch.ones(1, len(values))
+    rewards = terminal_rewards(ones, torch.tensor([float(p.rollout.reward)]))[0]
+    if settings.kl_mode == "reward" and p.ref_logprobs is not None:
+        rewards = rewards - settings.kl_coef * kl_k1(p.old_logprobs, p.ref_logprobs)
+    adv, ret = gae(rewards[None], values[None], ones, settings.gamma, settings.lam)
+    p.old_values, p.advantages, p.returns = values, adv[0], ret[0]
+
+
+def _whiten(prepared: list[_Prepared], settings: RprConfig) -> None:
+    if not settings.normalize_advantages:
+        return
+    flat = torch.cat([p.advantages for p in prepared])
+    if flat.numel() > 1:
+        whitened = masked_whiten(flat, torch.ones_like(flat)).split([len(p.advantages) for p in prepared])
+        for p, a in zip(prepared, whitened):
+            p.advantages = a
+
+
+def _prepare(
+    ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, train_actor: bool, *, with_values: bool
+) -> tuple[list[_Prepared], _SamplerCheck, str, int]:
     need_ref = settings.kl_coef > 0 and (train_actor or settings.kl_mode == "reward")
-    prepared = []
     with torch.no_grad():
-        for r in rollouts:
-            ids = torch.tensor([r.ids], dtype=torch.long)
-            target_mask = torch.tensor([r.mask[1:]], dtype=torch.long)
-            old = ac.actions(ACTOR, ids, target_mask).logprobs
+        inputs = [
+            (torch.tensor([r.ids], dtype=torch.long), torch.tensor([r.mask[1:]], dtype=torch.long)) for r in rollouts
+        ]
+        old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings)
+        prepared = []
+        for r, (ids, target_mask), old_lp in zip(rollouts, inputs, old):
             ref = ac.reference_logprobs(ids, target_mask) if need_ref else None
-            values = ac.values(ids, target_mask)
-            ones = torch.ones(1, len(values))
-            rewards = terminal_rewards(ones, torch.tensor([float(r.reward)]))[0]
-            if settings.kl_mode == "reward" and ref is not None:
-                rewards = rewards - settings.kl_coef * kl_k1(old, ref)
-            adv, ret = gae(rewards[None], values[None], ones, settings.gamma, settings.lam)
-            prepared.append(_Prepared(r, ids, target_mask, old, ref, values, adv[0], ret[0]))
-    if settings.normalize_advantages:
-        flat = torch.cat([p.advantages for p in prepared])
-        if flat.numel() > 1:
-            whitened = masked_whiten(flat, torch.ones_like(flat)).split([len(p.advantages) for p in prepared])
-            for p, a in zip(prepared, whitened):
-                p.advantages = a
-    return prepared
+            prepared.append(_Prepared(r, ids, target_mask, old_lp, ref))
+            if with_values:
+                _advantages(prepared[-1], ac.values(ids, target_mask), settings)
+    passes += len(rollouts) * (int(need_ref) + int(with_values))
+    if with_values:
+        _whiten(prepared, settings)
+    return prepared, check, source, passes
 
 
 def ppo_update(
@@ -117,7 +186,10 @@ def ppo_update(
     train_actor: bool,
     rng: random.Random,
     should_stop: Callable[[], bool] = lambda: False,
+    fuse_critic: bool = True,
 ) -> UpdateStats:
+    """`fuse_critic=False` keeps the critic's separate no-grad forward even where it is not needed
+    (bench/ppo.py measures the update both ways)."""
     started = time.monotonic()
     usable = [r for r in rollouts if r.trainable and len(r.ids) <= settings.max_len]
     skipped_infra = sum(1 for r in rollouts if not r.trainable)
@@ -143,18 +215,9 @@ def ppo_update(
             time.monotonic() - started,
         )
     ac.train_actor = train_actor
-    prepared = _prepare(ac, usable, settings, train_actor)
-
-    all_values = torch.cat([p.old_values for p in prepared])[None]
-    all_returns = torch.cat([p.returns for p in prepared])[None]
-    ev = explained_variance(all_values, all_returns, torch.ones_like(all_values))
-    ratios, log_ratio_max = [], 0.0
-    for p in prepared:
-        if len(p.rollout.sampler_logprobs) == len(p.old_logprobs):
-            log_ratio = p.old_logprobs - torch.tensor(p.rollout.sampler_logprobs)
-            ratios.append(torch.exp(log_ratio))
-            log_ratio_max = max(log_ratio_max, float(log_ratio.abs().max()))
-    sampler_ratio = float(torch.cat(ratios).mean()) if ratios else math.nan
+    # One epoch over one minibatch: the critic's training forward gives the old values too.
+    fused = fuse_critic and settings.ppo_epochs == 1 and len(usable) <= settings.minibatch_episodes
+    prepared, check, source, passes = _prepare(ac, usable, settings, train_actor, with_values=not fused)
 
     actor_opt, critic_opt = optimizers
     actor_sched, critic_sched = schedulers
@@ -162,6 +225,21 @@ def ppo_update(
     sums = {"policy": 0.0, "value": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0}
     weight_total = 0.0
     steps = 0
+
+    def weight(p: _Prepared, batch: list[_Prepared], n_tokens: int) -> float:
+        # Each episode's losses are token-means over its own actions; weighting them by length
+        # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
+        return p.n_actions / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
+
+    def critic_backward(p: _Prepared, w: float) -> None:
+        values = ac.values(p.ids, p.target_mask)
+        if p.old_values is None:
+            _advantages(p, values.detach(), settings)
+        ones = torch.ones(1, p.n_actions)
+        vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
+        (vl * w).backward()
+        sums["value"] += float(vl.detach()) * w
+
     for _ in range(settings.ppo_epochs):
         order = list(prepared)
         rng.shuffle(order)
@@ -169,14 +247,17 @@ def ppo_update(
             if should_stop():
                 raise InterruptedError("PPO update stopped")
             batch = order[start : start + settings.minibatch_episodes]
-            n_tokens = sum(len(p.old_logprobs) for p in batch)
+            n_tokens = sum(p.n_actions for p in batch)
             actor_opt.zero_grad(set_to_none=True)
             critic_opt.zero_grad(set_to_none=True)
+            if fused:  # values, advantages and the critic's gradients first; whitening needs them all
+                for p in batch:
+                    critic_backward(p, weight(p, batch, n_tokens))
+                _whiten(prepared, settings)
+                passes += len(batch)
             for p in batch:
-                # Each episode's losses are token-means over its own actions; weighting them by length
-                # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
-                w = len(p.old_logprobs) / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
-                ones = torch.ones(1, len(p.old_logprobs))
+                w = weight(p, batch, n_tokens)
+                ones = torch.ones(1, p.n_actions)
                 if train_actor:
                     fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
                     pl, clip_frac = policy_loss(
@@ -192,10 +273,10 @@ def ppo_update(
                     sums["policy"] += float(pl.detach()) * w
                     sums["clip"] += float(clip_frac) * w
                     sums["entropy"] += float(fwd.entropy.detach().mean()) * w
-                values = ac.values(p.ids, p.target_mask)
-                vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
-                (vl * w).backward()
-                sums["value"] += float(vl.detach()) * w
+                    passes += 1
+                if not fused:
+                    critic_backward(p, w)
+                    passes += 1
             weight_total += 1.0
             if train_actor:
                 torch.nn.utils.clip_grad_norm_(ac.actor_parameters(), settings.grad_clip)
@@ -205,6 +286,9 @@ def ppo_update(
             critic_opt.step()
             critic_sched.step()
             steps += 1
+    all_values = torch.cat([p.old_values for p in prepared])[None]
+    all_returns = torch.cat([p.returns for p in prepared])[None]
+    ev = explained_variance(all_values, all_returns, torch.ones_like(all_values))
     mean = {k: v / weight_total for k, v in sums.items()}
     nan_unless_actor = (lambda v: v) if train_actor else (lambda v: math.nan)
     return UpdateStats(
@@ -221,8 +305,10 @@ def ppo_update(
         entropy=nan_unless_actor(mean["entropy"]),
         clip_fraction=nan_unless_actor(mean["clip"]),
         explained_variance=ev,
-        sampler_ratio=sampler_ratio,
-        sampler_log_ratio_max=log_ratio_max,
+        sampler_ratio=check.mean_ratio,
+        sampler_log_ratio_max=check.log_ratio_max,
         optimizer_steps=steps,
         seconds=time.monotonic() - started,
+        old_logprobs_from=source,
+        forward_passes=passes / len(prepared),
     )

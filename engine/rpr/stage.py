@@ -329,6 +329,9 @@ class RprStage(KeyedStage):
                     "ppo/clip_fraction": stats.clip_fraction,
                     "ppo/sampler_ratio": stats.sampler_ratio,
                     "ppo/sampler_log_ratio_max": stats.sampler_log_ratio_max,
+                    # 1 when the sampler's log-probs stood in for PPO's old ones (no recompute pass).
+                    "ppo/old_from_sampler": 1.0 if stats.old_logprobs_from == "sampler" else 0.0,
+                    "ppo/forward_passes": stats.forward_passes,
                     "ppo/episodes": stats.episodes,
                     "ppo/skipped_infra": stats.skipped_infra,
                     "ppo/skipped_long": stats.skipped_long,
