@@ -224,12 +224,16 @@ class Engine:
         backend: str | None = None,
         concurrency: int | None = None,
         stop_after: str | None = None,
-    ):
-        """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config."""
-        from engine.pipeline.pipeline import Pipeline
+        seeds: list[int] | None = None,
+    ) -> dict[int, dict[str, StageRecord]]:
+        """Run (or resume) Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2 with this engine's config, once
+        per training seed (`seeds`, default `[pipeline] seeds` or `[seed]`); each seed's stage
+        records come back under the plain stage names."""
+        from engine.pipeline.pipeline import SeededPipelines
 
         ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency)
-        return self._run_work(lambda: Pipeline(ctx, stop_after=stop_after), ctx.backend)
+        chosen = seeds or self.config.pipeline.training_seeds()
+        return self._run_work(lambda: SeededPipelines(ctx, chosen, stop_after=stop_after), ctx.backend)
 
     def _run_work(self, build, backend: str):
         """Build long, resumable work with `build()`, run it, and keep it reachable by `cancel`."""
@@ -243,8 +247,16 @@ class Engine:
 
     # -- what is stored ------------------------------------------------------------------------
     def stages(self) -> dict[str, StageRecord]:
-        """The pipeline's stage table as stored."""
+        """The pipeline's stage table as stored (every lineage's stages, under their stored names)."""
         return self.store.stages.all()
+
+    def stages_over_seeds(self, seeds: list[int] | None = None):
+        """Each stage's pass@1 over training seeds, and its paired gain over its parent
+        (every seed with a stage in the store, unless `seeds` says which)."""
+        from engine.pipeline.lineage import stored_seeds
+        from engine.pipeline.summary import summarize
+
+        return summarize(self.store, seeds if seeds is not None else stored_seeds(self.store.stages.all()))
 
     def runs(self, limit: int = 50) -> list[RunRecord]:
         """Stored runs, newest first."""

@@ -128,7 +128,21 @@ class PipelineConfig(_Section):
     eval_harness: str = "fenced-bash-plain"
     eval_temperature: float = Field(0.7, ge=0.0, le=5.0)
     eval_max_turns: int = Field(6, ge=1, le=200)
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=99, description="training seed of a single-lineage run; also the eval sampling seed")
+    seeds: list[int] = Field(
+        default_factory=list, description="training seeds, each its own lineage Base -> ... -> RPR-2 (empty = [seed])"
+    )
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds_in_range(cls, seeds: list[int]) -> list[int]:
+        bad = [s for s in seeds if not 0 <= s <= 99]
+        if bad:
+            raise ValueError(f"training seeds go from 0 to 99; got {bad}")
+        return list(dict.fromkeys(seeds))
+
+    def training_seeds(self) -> list[int]:
+        return self.seeds or [self.seed]
 
 
 class TuiConfig(_Section):
@@ -259,6 +273,8 @@ loss_agg_mode = "token-mean"  # or "seq-mean-token-mean": every episode weighs t
 frontier_evidence = 4      # a task whose rollouts (this many or more) all succeeded, or all earned 0, leaves the plan
 drop_uniform_groups = true # joint rounds leave out a task's rollouts whose rewards are all equal
 normalize_advantages = true
+old_logprobs = "sampler"   # PPO's old log-probs: the sampler's when a one-episode probe agrees; or "recompute"
+sampler_tolerance = 0.1    # the probe's largest mean |log-prob difference| that still counts as agreeing
 grad_clip = 1.0
 max_len = 2048             # longer episodes are left out of the loss (and counted)
 rank = 8                   # LoRA rank of a fresh actor or critic adapter
@@ -274,6 +290,7 @@ eval_harness = "fenced-bash-plain"
 eval_temperature = 0.7
 eval_max_turns = 6
 seed = 0
+seeds = []                 # training seeds, each its own lineage (pipeline run --seeds 0,1,2); empty = [seed]
 
 [tui.keymap]               # binding id -> keys; the help screen (?) lists every id
 # "app.screen.trajectories" = "ctrl+j"

@@ -134,3 +134,31 @@ def per_task(outcomes: Iterable[tuple[str, bool, bool]]) -> list[TaskAggregate]:
         t[1] += int(bool(success) and bool(scored))
         t[2] += int(bool(scored))
     return [TaskAggregate(task, n, wins, scored) for task, (n, wins, scored) in tally.items()]
+
+
+def bootstrap_over_seeds(
+    per_seed: list[dict[str, float]], *, samples: int = 2000, seed: int = 0, level: float = 0.95
+) -> Interval:
+    """The mean over seeds of the mean over tasks of a per-task value (a pass rate, or a paired
+    difference of pass rates), with an interval from resampling both the seeds and the tasks.
+
+    Seeds are independent training runs; tasks are shared by all of them, so one draw of tasks is
+    used for every seed of a bootstrap sample. With one seed this is the task bootstrap."""
+    tables = [t for t in per_seed if t]
+    if not tables:
+        raise ValueError("no values")
+    tasks = sorted(set.intersection(*(set(t) for t in tables)))
+    if not tasks:
+        raise ValueError("the seeds share no task")
+
+    def mean(chosen_seeds: list[dict[str, float]], chosen_tasks: list[str]) -> float:
+        return sum(sum(t[k] for k in chosen_tasks) / len(chosen_tasks) for t in chosen_seeds) / len(chosen_seeds)
+
+    rng = random.Random(seed)
+    draws = sorted(
+        mean([tables[rng.randrange(len(tables))] for _ in tables], [tasks[rng.randrange(len(tasks))] for _ in tasks])
+        for _ in range(samples)
+    )
+    return Interval(
+        mean(tables, tasks), draws[int((1 - level) / 2 * (samples - 1))], draws[int((1 + level) / 2 * (samples - 1))]
+    )

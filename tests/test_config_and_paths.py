@@ -78,3 +78,23 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
         import engine.logs
 
         engine.logs._configured = None  # noqa: SLF001 - the next test's home gets its own file
+
+def test_training_seeds_parse_and_bad_ones_are_refused():
+    from engine.config import ConfigError, parse_config
+    from engine.pipeline.lineage import Lineage, parse_seeds
+
+    assert parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("0-2, 5") == [0, 1, 2, 5]
+    for bad in ("", "a", "1,x", "200"):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+    assert parse_config("[pipeline]\nseeds = [0, 1, 1]").pipeline.training_seeds() == [0, 1]
+    assert parse_config("[pipeline]\nseed = 3").pipeline.training_seeds() == [3]
+    with pytest.raises(ConfigError, match="seeds"):
+        parse_config("[pipeline]\nseeds = [-1]")
+    # Seed 0 keeps the plain names, so a single-seed store reads as before.
+    assert (Lineage(0).stage_key("RSR-1"), Lineage(0).round_id(2)) == ("RSR-1", 2)
+    assert (Lineage(2).stage_key("RPR-1"), Lineage(2).round_id(1), Lineage(2).stage_key("Base")) == (
+        "RPR-1 seed 2",
+        201,
+        "Base",
+    )

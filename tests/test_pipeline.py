@@ -125,3 +125,31 @@ def test_a_pipeline_killed_mid_stage_resumes_to_the_same_final_state(tmp_path: P
     assert store.stages.all()["RPR-1"].status == "pending" and "RSR-2" not in store.stages.all()
     make(tmp_path / "b", real_policy, store).run()
     assert summary(store, tmp_path / "b") == summary(straight_store, tmp_path / "a")
+
+
+def test_training_seeds_are_separate_lineages_that_share_base(tmp_path: Path, real_policy):
+    from engine.pipeline.lineage import stored_seeds
+    from engine.pipeline.pipeline import SeededPipelines
+    from engine.pipeline.summary import summarize
+
+    store = Store(tmp_path / "s.sqlite")
+    ctx = make(tmp_path / "s", real_policy, store).ctx
+    lineages = SeededPipelines(ctx, [0, 1], stop_after="RSR-1").run()
+
+    assert set(lineages) == {0, 1}
+    stored = store.stages.all()
+    assert sorted(stored) == ["Base", "RSR-1", "RSR-1 seed 1"]
+    # Base is one model whatever the training seed: evaluated once, shared by both lineages.
+    assert lineages[0]["Base"] == lineages[1]["Base"]
+    assert len(store.jobs.finished("stage/Base")) == 2  # 1 eval task x 2 sampling seeds
+    # Each seed trained its own RSR round into its own checkpoint, from Base.
+    assert store.rsr.round(1) is not None and store.rsr.round(101) is not None
+    assert "/rsr-1/" in lineages[0]["RSR-1"].checkpoint and "/rsr-101/" in lineages[1]["RSR-1"].checkpoint
+    assert json.loads(stored["RSR-1 seed 1"].lineage)["training_seed"] == 1
+    assert lineages[1]["RSR-1"].parent == "bundled:smollm2-135m"
+    # Both lineages' evaluations pair up with Base task by task.
+    rows = {r.stage: r for r in summarize(store, stored_seeds(stored))}
+    assert stored_seeds(stored) == [0, 1]
+    assert rows["Base"].seeds == (0,) and rows["RSR-1"].seeds == (0, 1)
+    assert rows["RSR-1"].mean.estimate == 1.0 and rows["RSR-1"].gain.estimate == 0.0  # the script always passes
+    assert rows["RPR-1"].seeds == () and rows["RPR-1"].mean is None

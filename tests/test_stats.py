@@ -41,3 +41,19 @@ def test_paired_comparison():
     assert d.estimate == pytest.approx(2 / 3) and d.low <= d.estimate <= d.high
     with pytest.raises(ValueError, match="share no task"):
         compare(a, by_task([("zz", True)]))
+
+
+def test_the_interval_over_seeds_covers_seed_to_seed_spread_as_well_as_tasks():
+    from engine.stats import bootstrap_over_seeds
+
+    tasks = [f"t{i}" for i in range(40)]
+    one_seed = {t: (1.0 if i % 4 == 0 else 0.0) for i, t in enumerate(tasks)}
+    alone = bootstrap_over_seeds([one_seed])
+    assert alone.estimate == 0.25 and alone.low < 0.25 < alone.high
+    # Three seeds that agree give the same estimate; three that disagree widen the interval.
+    agree = bootstrap_over_seeds([one_seed] * 3)
+    spread = bootstrap_over_seeds([one_seed, {t: 0.0 for t in tasks}, {t: 0.5 for t in tasks}])
+    assert agree.estimate == 0.25 and spread.estimate == pytest.approx(0.25)
+    assert spread.high - spread.low > agree.high - agree.low
+    with pytest.raises(ValueError, match="share no task"):
+        bootstrap_over_seeds([{"a": 1.0}, {"b": 1.0}])

@@ -14,7 +14,7 @@ from engine.config import Config, parse_config
 from engine.events import EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
-from tests.tui_data import EVAL_RUN, build_store, settle
+from tests.tui_data import EVAL_RUN, _episode, build_store, settle
 from trsi_tui.app import create_app
 from trsi_tui.screens.confirm import ConfirmScreen
 from trsi_tui.screens.curves import CurvesScreen
@@ -46,6 +46,7 @@ async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
         assert stages.get_row_at(0)[:2] == ["Base", "done"]
         assert stages.get_row_at(0)[2] == "0.500 [0.250, 0.750]"
         assert stages.get_row_at(1)[1] == "running" and stages.get_row_at(2)[1] == "not run"
+        assert not app.screen.query_one("#seeds", DataTable).display  # one training seed: no table over seeds
         runs = app.screen.query_one("#runs", DataTable)
         assert runs.get_row_at(0)[0] == EVAL_RUN and runs.get_row_at(0)[6] == "0.500 [0.250, 0.750]"
         await pilot.press("enter")  # open the highlighted run's trajectories
@@ -53,6 +54,37 @@ async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
         assert app.screen.query_one("#episodes", DataTable).row_count == 7
         await pilot.press("q")
     assert not app.is_running
+
+
+async def test_dashboard_shows_each_stage_over_training_seeds_with_its_gain_over_the_parent(tmp_path: Path):
+    from dataclasses import replace
+
+
+    store = build_store(tmp_path / "db.sqlite")
+    episodes = [e for e in store.runs.episodes(EVAL_RUN) if e.reward is not None]
+    base = store.stages.all()["Base"]
+    lineages = {"RSR-1": episodes, "RSR-1 seed 1": [replace(e, success=True) for e in episodes]}
+    for i, e in enumerate(episodes):  # Base and both lineages' RSR-1 on the same (task, sampling seed) keys
+        store.jobs.done("stage/Base", f"{e.task}|{i}", EVAL_RUN, e.id, e.success)
+    for stage, outcomes in lineages.items():
+        store.runs.create("eval", backend="local", agent="model", tasks_path="", total=6, config={}, run_id=stage[-6:])
+        for i, e in enumerate(outcomes):
+            result = _episode(stage[-6:], i, e.task, "model", success=e.success, checks=(), reward=float(e.success))
+            store.runs.record_episode(result)
+            store.jobs.done(f"stage/{stage}", f"{e.task}|{i}", stage[-6:], result.episode_id, e.success)
+        store.stages.put(replace(base, name=stage, checkpoint=f"ckpt-{stage}", parent=base.checkpoint))
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#seeds", DataTable)
+        assert table.display
+        rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
+        assert rows["Base"][1:3] == ["1", "0: 0.375"]  # tasks weigh equally: (1 + 0 + 1/2 + 0) / 4
+        # Seed 1 passes everything Base failed: +0.625 over Base; seed 0 is Base's episodes: +0.
+        assert rows["RSR-1"][1:3] == ["2", "0: 0.375, 1: 1.000"]
+        assert rows["RSR-1"][3].startswith("0.688 [") and rows["RSR-1"][4].startswith("+0.312 [")
+        assert rows["RSR-1"][4].endswith("vs Base")
+        assert rows["RPR-1"][1:] == ["0", "-", "-", "-"]
 
 
 async def test_oracle_eval_of_two_builtin_tasks_started_from_the_form_streams_both_shells(tmp_path: Path):

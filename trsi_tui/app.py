@@ -209,9 +209,10 @@ class TrsiApp(App):
         """Run (or resume) the pipeline in the background; the dashboard's stage table fills in live."""
 
         def job() -> str:
-            stages = self.engine.pipeline(**kwargs)
-            done = [s for s in stages.values() if s.status == "done"]
-            return f"Pipeline: {len(done)} stage(s) done"
+            lineages = self.engine.pipeline(**kwargs)
+            done = [s for stages in lineages.values() for s in stages.values() if s.status == "done"]
+            seeds = f" over {len(lineages)} training seeds" if len(lineages) > 1 else ""
+            return f"Pipeline: {len(done)} stage(s) done{seeds}"
 
         return self._start(job, mode="dashboard")
 

@@ -38,6 +38,23 @@ def stage_rows(
     return rows
 
 
+SEED_COLUMNS = ("stage", "seeds", "pass@1 per seed", "mean pass@1 [95% CI]", "vs parent [95% CI]")
+
+
+def seed_rows(summary) -> list[tuple[str, str, str, str, str]]:
+    """One row per stage of `engine.pipeline.summary.summarize`, for SEED_COLUMNS."""
+    rows = []
+    for r in summary:
+        per_seed = ", ".join(f"{seed}: {rate:.3f}" for seed, rate in zip(r.seeds, r.per_seed)) or "-"
+        mean = interval_text(r.mean.estimate, r.mean.low, r.mean.high) if r.mean else "-"
+        if r.gain is None:
+            gain = "-"
+        else:
+            gain = f"{r.gain.estimate:+.3f} [{r.gain.low:+.3f}, {r.gain.high:+.3f}] vs {r.parent}"
+        rows.append((r.stage, str(len(r.seeds)), per_seed, mean, gain))
+    return rows
+
+
 RUN_COLUMNS = ("run", "kind", "agent", "status", "episodes", "success", "pass@1 [95% CI]", "started")
 
 

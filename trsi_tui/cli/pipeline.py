@@ -12,7 +12,7 @@ from engine.config import ConfigError
 from sandboxes import SandboxError
 from trsi_tui.cli.common import check_backend, engine_of, new_table, out, progress_printer, run_resumable, write_json
 from trsi_tui.cli.group import cli
-from trsi_tui.render import STAGE_COLUMNS, stage_rows
+from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, seed_rows, stage_rows
 
 
 # -- pipeline ------------------------------------------------------------------------------------
@@ -51,6 +51,14 @@ def pipeline() -> None:
     default=None,
     help="Run up to this stage, then stop (run again without it to go on).",
 )
+@click.option(
+    "--seeds",
+    "seeds_text",
+    metavar="SEEDS",
+    default=None,
+    help="Training seeds, like 0,1,2 or 0-2: the whole pipeline once per seed, each its own lineage "
+    "of checkpoints, one after the other (default from the config: [pipeline] seeds, else seed).",
+)
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
 @click.pass_context
 def pipeline_run(
@@ -62,18 +70,21 @@ def pipeline_run(
     concurrency: int | None,
     headless: bool,
     stop_after: str | None,
+    seeds_text: str | None,
     json_path: str | None,
 ) -> None:
     """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
 
     The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
     kept in the store: stop it anywhere (q in the TUI, ctrl+c headless) and run the same
-    command again to resume without losing or repeating work.
+    command again to resume without losing or repeating work. With several training seeds,
+    a second table gives each stage's mean pass@1 over seeds and its paired gain over its
+    parent (same eval tasks and sampling seeds), both with 95% intervals.
     """
-    from dataclasses import asdict
 
     from engine.config import load_config, load_preset
     from engine.events import PipelineProgress, RprProgress, RsrProgress
+    from engine.pipeline.lineage import parse_seeds
     from engine.policy import PolicyError
     from engine.rpr.stage import RprError
     from engine.rsr.round import RsrError
@@ -83,14 +94,17 @@ def pipeline_run(
     try:
         chosen = load_config(config_file) if config_file else load_preset(preset)
         engine.config = chosen.model_copy(update={"tui": engine.config.tui})  # keep the home's keymap
-    except ConfigError as exc:
+        seeds = parse_seeds(seeds_text) if seeds_text else engine.config.pipeline.training_seeds()
+    except (ConfigError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():
         from trsi_tui.app import create_app
 
         create_app(
             engine,
-            start_pipeline=dict(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
+            start_pipeline=dict(
+                tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=seeds
+            ),
         ).run()
         return
 
@@ -102,32 +116,65 @@ def pipeline_run(
         elif isinstance(event, RprProgress):
             out.print(f"  rpr {event.round} {event.detail}")
 
-    stages = run_resumable(
+    lineages = run_resumable(
         engine,
         [show, progress_printer()],
-        lambda: engine.pipeline(tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after),
+        lambda: engine.pipeline(
+            tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=seeds
+        ),
         errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError),
         stopped="pipeline stopped",
         hint="\nfix it and run the same command to resume",
     )
-    out.print(stage_table(stages))
-    write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+    for seed, stages in lineages.items():
+        out.print(stage_table(stages, f"Pipeline, training seed {seed}" if len(lineages) > 1 else "Pipeline"))
+    summary = engine.stages_over_seeds(list(lineages)) if len(lineages) > 1 else []
+    if summary:
+        out.print(seed_table(summary))
+    write_json(json_path, pipeline_json(lineages, summary))
 
 
 @pipeline.command("status")
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
 @click.pass_context
 def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
-    """The stored stage table: status, checkpoint, pass@1 with its 95% interval."""
+    """The stored stage table: status, checkpoint, pass@1 with its 95% interval; with several
+    training seeds, one table per seed and each stage's mean over seeds and gain over its parent."""
+    from engine.pipeline.lineage import Lineage, stored_seeds
+
+    engine = engine_of(ctx)
+    stored = engine.stages()
+    seeds = stored_seeds(stored) or [0]
+    lineages = {seed: Lineage(seed).records(stored) for seed in seeds}
+    for seed, stages in lineages.items():
+        out.print(stage_table(stages, f"Pipeline, training seed {seed}" if len(seeds) > 1 else "Pipeline"))
+    summary = engine.stages_over_seeds(seeds) if len(seeds) > 1 else []
+    if summary:
+        out.print(seed_table(summary))
+    write_json(json_path, pipeline_json(lineages, summary))
+
+
+def pipeline_json(lineages: dict, summary: list) -> dict:
+    """One seed: {stage: record} as before; several: {"seeds": {seed: {stage: record}}, "over_seeds": [...]}."""
     from dataclasses import asdict
 
-    stages = engine_of(ctx).stages()
-    out.print(stage_table(stages))
-    write_json(json_path, {name: asdict(rec) for name, rec in stages.items()})
+    if len(lineages) == 1:
+        return {name: asdict(rec) for name, rec in next(iter(lineages.values())).items()}
+    return {
+        "seeds": {str(seed): {name: asdict(rec) for name, rec in stages.items()} for seed, stages in lineages.items()},
+        "over_seeds": [asdict(row) for row in summary],
+    }
 
 
-def stage_table(stages) -> Table:
-    table = new_table("Pipeline", *STAGE_COLUMNS)
+def stage_table(stages, title: str = "Pipeline") -> Table:
+    table = new_table(title, *STAGE_COLUMNS)
     for row in stage_rows(stages):
+        table.add_row(*row)
+    return table
+
+
+def seed_table(summary) -> Table:
+    table = new_table("Over training seeds (paired: same eval tasks and sampling seeds)", *SEED_COLUMNS)
+    for row in seed_rows(summary):
         table.add_row(*row)
     return table

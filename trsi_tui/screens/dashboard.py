@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from trsi_tui.loading import LiveStoreView
-from trsi_tui.render import RUN_COLUMNS, STAGE_COLUMNS, run_row, stage_rows
+from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, run_row, seed_rows, stage_rows
 
 
 class DashboardScreen(LiveStoreView, Screen):
@@ -24,6 +24,8 @@ class DashboardScreen(LiveStoreView, Screen):
         with Vertical(id="body"):
             yield Static("Pipeline", classes="title")
             yield DataTable(id="stages", cursor_type="none", zebra_stripes=True)
+            yield Static("Over training seeds (paired: same eval tasks and sampling seeds)", id="seeds-title")
+            yield DataTable(id="seeds", cursor_type="none", zebra_stripes=True)
             yield PlotextPlot(id="reward")
             yield Static("", id="now")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
@@ -34,11 +36,17 @@ class DashboardScreen(LiveStoreView, Screen):
         stages = self.query_one("#stages", DataTable)
         stages.can_focus = False  # read-only; keys go to the runs table
         stages.add_columns(*STAGE_COLUMNS)
+        seeds = self.query_one("#seeds", DataTable)
+        seeds.can_focus = False
+        seeds.add_columns(*SEED_COLUMNS)
         self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()
 
     def action_refresh(self) -> None:
+        from engine.pipeline.lineage import stored_seeds
+        from engine.pipeline.summary import summarize
+
         store = self.app.store
 
         def fetch() -> tuple:
@@ -49,7 +57,10 @@ class DashboardScreen(LiveStoreView, Screen):
                 wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
                 series += [(offset + step, points[step], wins.get(step, 0.0)) for step in sorted(points)]
                 offset += max(points, default=0)
-            return store.stages.all(), store.runs.list(50), series
+            stages = store.stages.all()
+            seeds = stored_seeds(stages)
+            summary = summarize(store, seeds) if len(seeds) > 1 else []
+            return stages, store.runs.list(50), series, summary
 
         self.load("dashboard", fetch)
         self._show_now()
@@ -59,11 +70,17 @@ class DashboardScreen(LiveStoreView, Screen):
             self._show_now()
             return  # the store has not changed: keep the tables and the plot
         self._shown = data
-        stages, runs_found, series = data
+        stages, runs_found, series, summary = data
         table = self.query_one("#stages", DataTable)
         table.clear()
+        # The plain stage names are training seed 0's lineage; other seeds show in the table below.
         for row in stage_rows(stages, missing="not run", short=True):
             table.add_row(*row)
+        over_seeds = self.query_one("#seeds", DataTable)
+        over_seeds.clear()
+        for row in seed_rows(summary):
+            over_seeds.add_row(*row)
+        over_seeds.display = self.query_one("#seeds-title").display = bool(summary)
         self._plot_reward(series)
         runs = self.query_one("#runs", DataTable)
         cursor = runs.cursor_row
