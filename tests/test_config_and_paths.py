@@ -79,6 +79,7 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
 
         engine.logs._configured = None  # noqa: SLF001 - the next test's home gets its own file
 
+
 def test_training_seeds_parse_and_bad_ones_are_refused():
     from engine.config import ConfigError, parse_config
     from engine.pipeline.lineage import Lineage, parse_seeds

@@ -59,7 +59,6 @@ async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
 async def test_dashboard_shows_each_stage_over_training_seeds_with_its_gain_over_the_parent(tmp_path: Path):
     from dataclasses import replace
 
-
     store = build_store(tmp_path / "db.sqlite")
     episodes = [e for e in store.runs.episodes(EVAL_RUN) if e.reward is not None]
     base = store.stages.all()["Base"]
