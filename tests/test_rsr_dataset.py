@@ -68,3 +68,24 @@ def test_the_loss_mask_covers_exactly_the_sampled_action_tokens(replay):
     rest = list(sample.ids[without:])
     assert rest == list(result.token_ids[with_runbook : with_runbook + len(rest)])
     assert deduplicate([sample, sample]) == [sample]
+
+
+def test_sft_trains_on_a_balanced_set_so_one_easy_family_cannot_fill_it():
+    from engine.rsr.dataset import balance, family_of
+    from engine.store.records import Sample
+    from engine.tasks.task import EnvironmentSettings, Task
+
+    def sample(task: str, k: int) -> Sample:
+        return Sample((sum(map(ord, task)), k, 7), (0, 1, 1), Provenance(task, "fenced-bash-plain", f"src-{k}", f"rep-{k}"))
+
+    # make-executable: 3 easy tasks with 4 samples each; copy-file: one task with one sample.
+    samples = [sample(f"make-executable-{t}", k) for t in range(3) for k in range(4)] + [sample("copy-file-0", 0)]
+    family = {s.provenance.task: s.provenance.task.rsplit("-", 1)[0] for s in samples}
+    chosen = balance(samples, family, per_task=2, per_family=4)
+    per_task = {t: sum(s.provenance.task == t for s in chosen) for t in family}
+    # At most 2 per task, 4 per family, spread over the family's tasks first, and the rare family kept.
+    assert per_task == {"make-executable-0": 2, "make-executable-1": 1, "make-executable-2": 1, "copy-file-0": 1}
+    assert [s.digest for s in chosen] == [s.digest for s in samples if s in chosen]  # stored order kept
+    assert balance(samples, family, per_task=0, per_family=0) == samples
+    task = Task("x-1", EXAMPLE_TASK, "", 1.0, 1.0, EnvironmentSettings(), metadata={"family": "count-lines"})
+    assert family_of(task) == "count-lines"

@@ -136,6 +136,7 @@ class Pipeline:
                 "replays_passed": report.replay_successes,
                 "samples": len(samples),
                 "sample_digests": sorted(s.digest for s in samples),
+                "trained_digests": list(report.trained_digests),
                 "config": json.loads(self.config.rsr.model_dump_json()),
                 "notes": list(report.notes),
             }

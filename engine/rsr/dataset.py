@@ -47,3 +47,34 @@ def deduplicate(samples: list[Sample]) -> list[Sample]:
             seen.add(sample.digest)
             unique.append(sample)
     return unique
+
+
+def family_of(task) -> str:
+    """A task's family: the curriculum's `family`, else its `category`, else the name without its last part."""
+    meta = getattr(task, "metadata", None) or {}
+    return str(meta.get("family") or meta.get("category") or task.name.rsplit("-", 1)[0])
+
+
+def balance(samples: list[Sample], family: dict[str, str], *, per_task: int, per_family: int) -> list[Sample]:
+    """At most `per_task` samples of a task and `per_family` of a family (0: no cap), in stored order.
+
+    A family's places go round-robin over its tasks, so one easy task cannot fill them: the model
+    should learn the family, not one instance of it. The choice depends only on the stored order,
+    so a resumed round trains on the same set."""
+    by_task: dict[str, list[Sample]] = {}
+    for sample in samples:
+        by_task.setdefault(sample.provenance.task, []).append(sample)
+    if per_task:
+        by_task = {task: found[:per_task] for task, found in by_task.items()}
+    by_family: dict[str, list[list[Sample]]] = {}
+    for task, found in by_task.items():
+        by_family.setdefault(family.get(task, task), []).append(found)
+    chosen: set[str] = set()
+    for groups in by_family.values():
+        taken = 0
+        for depth in range(max(len(g) for g in groups)):
+            for group in groups:
+                if depth < len(group) and (not per_family or taken < per_family):
+                    chosen.add(group[depth].digest)
+                    taken += 1
+    return [s for s in samples if s.digest in chosen]

@@ -29,6 +29,8 @@ class RoundReport:
     # How many survive each step: explore successes -> runbooks drafted -> passed the leak scan
     # -> approved -> replays passed -> samples (FUNNEL names the steps).
     funnel: dict[str, int] = field(default_factory=dict)
+    # The digests of the samples SFT trained on: the balanced subset of `samples`.
+    trained_digests: tuple[str, ...] = ()
 
 
 FUNNEL = ("explore successes", "runbooks drafted", "passed the leak scan", "approved", "replays passed", "samples")

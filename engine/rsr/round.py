@@ -19,7 +19,7 @@ from engine.events import RsrProgress, RunbookDrafted, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
 from engine.rollout.harnesses import HARNESSES, get_harness
 from engine.rollout.runner import EpisodeJob
-from engine.rsr.dataset import build_sample
+from engine.rsr.dataset import balance, build_sample, family_of
 from engine.rsr.frontier import PassEstimate, wants_attempt
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
@@ -51,6 +51,7 @@ class RsrRound(KeyedStage):
         self.checkpoint_dir = self.checkpoint_dir_for(ctx.checkpoints_dir, round)
         self.seed = ctx.seed
         self._policy = policy
+        self._trained: tuple[str, ...] = ()  # digests of the samples SFT trained on, once chosen
         self._policy_lock = threading.Lock()
         from engine.policy import parse_model_spec
 
@@ -122,7 +123,20 @@ class RsrRound(KeyedStage):
         self.await_approval()
         self.replay(tasks)
         samples = self.build_dataset(tasks)
-        checkpoint = self.train(samples, notes)
+        chosen = balance(
+            samples,
+            {name: family_of(task) for name, task in tasks.items()},
+            per_task=self.settings.samples_per_task,
+            per_family=self.settings.samples_per_family,
+        )
+        if len(chosen) < len(samples):
+            notes.append(
+                f"SFT on a balanced {len(chosen)} of {len(samples)} samples (at most "
+                f"{self.settings.samples_per_task or 'any'} per task, {self.settings.samples_per_family or 'any'} "
+                "per family)"
+            )
+        self._trained = tuple(sorted(s.digest for s in chosen))
+        checkpoint = self.train(chosen, notes)
         counts = funnel(self.store, self.round)
         self._progress(
             "done",
@@ -359,4 +373,5 @@ class RsrRound(KeyedStage):
             checkpoint,
             tuple(notes),
             funnel(self.store, self.round),
+            self._trained,
         )
