@@ -76,7 +76,9 @@ def test_sft_trains_on_a_balanced_set_so_one_easy_family_cannot_fill_it():
     from engine.tasks.task import EnvironmentSettings, Task
 
     def sample(task: str, k: int) -> Sample:
-        return Sample((sum(map(ord, task)), k, 7), (0, 1, 1), Provenance(task, "fenced-bash-plain", f"src-{k}", f"rep-{k}"))
+        return Sample(
+            (sum(map(ord, task)), k, 7), (0, 1, 1), Provenance(task, "fenced-bash-plain", f"src-{k}", f"rep-{k}")
+        )
 
     # make-executable: 3 easy tasks with 4 samples each; copy-file: one task with one sample.
     samples = [sample(f"make-executable-{t}", k) for t in range(3) for k in range(4)] + [sample("copy-file-0", 0)]

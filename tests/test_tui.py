@@ -86,6 +86,20 @@ async def test_dashboard_shows_each_stage_over_training_seeds_with_its_gain_over
         assert rows["RPR-1"][1:] == ["0", "-", "-", "-"]
 
 
+async def test_tasks_screen_shows_the_current_models_pass_estimate_from_the_newest_rsr_round(tmp_path: Path):
+    store = build_store(tmp_path / "db.sqlite")
+    # Round 2 explored count-lines-1 again and never passed: the newer round's attempts count.
+    store.jobs.done("rsr/2/explore", "count-lines-1|fenced-bash-plain|0", EVAL_RUN, f"{EVAL_RUN}-0001", False)
+    app = create_app(Engine(Config(), store))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("3")
+        await settle(pilot)
+        table = app.screen.query_one("#tasks", DataTable)
+        row = table.get_row("count-lines-1")
+        assert row[-1] == "0/1 0.33 r2"  # (0 + 1) / (1 + 2): never 0, never 1
+        assert table.get_row("copy-file-1")[-1] == "-"  # never explored
+
+
 async def test_oracle_eval_of_two_builtin_tasks_started_from_the_form_streams_both_shells(tmp_path: Path):
     store = Store(tmp_path / "db.sqlite")
     app = create_app(Engine(Config(), store))

@@ -42,6 +42,23 @@ class RsrRepository:
         """Finished jobs of a stage: key -> (episode id, success)."""
         return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(f"rsr/{round}/{stage}").items()}
 
+    def latest_explore_outcomes(self) -> dict[str, tuple[int, list[tuple[bool, float]]]]:
+        """task -> (the newest RSR round that explored it, its (success, reward) per attempt there)."""
+        rows = self._d.rows(
+            "SELECT j.scope, j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
+            "WHERE j.scope LIKE 'rsr/%/explore' ORDER BY j.rowid"
+        )
+        found: dict[str, tuple[int, list[tuple[bool, float]]]] = {}
+        for r in rows:
+            round_, task = int(r["scope"].split("/")[1]), r["key"].split("|")[0]
+            newest, attempts = found.get(task, (round_, []))
+            if round_ > newest:
+                newest, attempts = round_, []
+            if round_ == newest:
+                attempts.append((bool(r["success"]), r["reward"] or 0.0))
+                found[task] = (newest, attempts)
+        return found
+
     def add_samples(self, round: int, samples: list[Sample]) -> int:
         """Store SFT samples; a sample already stored for the round (same tokens) is skipped."""
         rows = [

@@ -39,6 +39,7 @@ class DashboardScreen(LiveStoreView, Screen):
         seeds = self.query_one("#seeds", DataTable)
         seeds.can_focus = False
         seeds.add_columns(*SEED_COLUMNS)
+        seeds.display = self.query_one("#seeds-title").display = False  # until a second training seed exists
         self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()

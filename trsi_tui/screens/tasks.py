@@ -2,6 +2,8 @@
 
 Checks are listed as the verifier last reported them (from the newest stored oracle episode);
 validation is the newest `tasks check` outcome: the oracle must pass every check, nop must fail.
+The pass estimate is the current model's, from the newest RSR round that explored the task
+(successes / attempts, and the Laplace estimate RSR plans with).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
 
 from engine.api import EvalRequest
 from engine.paths import builtin_tasks_dir
+from engine.rsr.frontier import PassEstimate
 from engine.tasks import Suite, Task, load_suite
 from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup, one_line, printable
@@ -54,7 +57,7 @@ class TasksScreen(StoreLoader, Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid")
+        self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid", "pass est.")
         self.open_suite(self.suites[0])
         store = self.app.store
         self.load(
@@ -81,16 +84,23 @@ class TasksScreen(StoreLoader, Screen):
 
         def fetch() -> tuple:
             suite = load_suite(root)
-            return suite, {t.name: _valid_text(store, t.name) for t in suite.tasks}
+            explored = store.rsr.latest_explore_outcomes()
+            return (
+                suite,
+                {t.name: _valid_text(store, t.name) for t in suite.tasks},
+                {t.name: _estimate_text(explored.get(t.name)) for t in suite.tasks},
+            )
 
         self.load("suite", fetch)
 
     def show_suite(self, data: tuple) -> None:
-        self.suite, valid = data
+        self.suite, valid, estimates = data
         table = self.query_one("#tasks", DataTable)
         table.clear()
         for task in self.suite.tasks:
-            table.add_row(task.name, task.split or "-", task.difficulty, valid[task.name], key=task.name)
+            table.add_row(
+                task.name, task.split or "-", task.difficulty, valid[task.name], estimates[task.name], key=task.name
+            )
         errors = self.query_one("#suite-errors", Static)
         errors.update("\n".join(f"malformed: {e.path}: {e.reason}" for e in self.suite.errors))
         errors.display = bool(self.suite.errors)
@@ -186,3 +196,12 @@ def _valid_text(store, name: str) -> str:
     if oracle is None or nop is None:
         return "unchecked"
     return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"
+
+
+def _estimate_text(explored: tuple[int, list[tuple[bool, float]]] | None) -> str:
+    """`2/6 0.38 r1`: successes/attempts, the Laplace pass estimate, the RSR round; `-` if never explored."""
+    if explored is None:
+        return "-"
+    round_, attempts = explored
+    estimate = PassEstimate.of(attempts)
+    return f"{estimate.successes}/{estimate.attempts} {estimate.rate:.2f} r{round_}"
