@@ -84,6 +84,9 @@ async def test_dashboard_shows_each_stage_over_training_seeds_with_its_gain_over
         assert rows["RSR-1"][3].startswith("0.688 [") and rows["RSR-1"][4].startswith("+0.312 [")
         assert rows["RSR-1"][4].endswith("vs Base")
         assert rows["RPR-1"][1:] == ["0", "-", "-", "-"]
+        await pilot.press("6")  # Curves: pass@1 per stage over the seeds
+        await settle(pilot)
+        assert "mean over 2 training seeds" in app.screen.titles["stages"]
 
 
 async def test_tasks_screen_shows_the_current_models_pass_estimate_from_the_newest_rsr_round(tmp_path: Path):

@@ -86,6 +86,9 @@ class CurvesScreen(LiveStoreView, Screen):
 
     def replot(self) -> None:
         """Read what is new for the shown run (everything, when the run changed), then draw."""
+        from engine.pipeline.lineage import stored_seeds
+        from engine.pipeline.summary import summarize
+
         store, run_id = self.app.store, self.run_id
         cache = self._cache if self._cache.run_id == run_id else RunCurves(run_id or "")
         after_episode, after_point = cache.last_episode, cache.last_point
@@ -93,7 +96,9 @@ class CurvesScreen(LiveStoreView, Screen):
         def fetch() -> tuple:
             outcomes = store.runs.outcomes(run_id, after=after_episode) if run_id else []
             points = store.metrics.points(run_id, after_rowid=after_point) if run_id else []
-            return cache, outcomes, points, store.stages.all()
+            stages = store.stages.all()
+            seeds = stored_seeds(stages)
+            return cache, outcomes, points, (stages, summarize(store, seeds) if len(seeds) > 1 else [])
 
         self.load("curves", fetch)
 
@@ -145,17 +150,34 @@ class CurvesScreen(LiveStoreView, Screen):
             plt.xlabel("step")
         training.refresh()
 
-    def _draw_stages(self, stages: dict) -> None:
+    def _draw_stages(self, data: tuple) -> None:
+        """pass@1 per stage with its 95% interval: over training seeds when there are several."""
+        stages, over_seeds = data
         stages_plot = self.query_one("#stages", PlotextPlot)
-        done = [(n, stages[n]) for n in PIPELINE_STAGES if n in stages and stages[n].pass_at_1 is not None]
-        stages_plot.display = bool(done)
-        if done:
+        if over_seeds:
+            rows = [(r.stage, r.mean.estimate, r.mean.low, r.mean.high) for r in over_seeds if r.mean is not None]
+            seeds = max(len(r.seeds) for r in over_seeds)
+            title = f"pass@1 by pipeline stage: mean over {seeds} training seeds, 95% interval (held-out eval)"
+        else:
+            rows = [
+                (n, stages[n].pass_at_1, stages[n].ci_low, stages[n].ci_high)
+                for n in PIPELINE_STAGES
+                if n in stages and stages[n].pass_at_1 is not None
+            ]
+            title = "pass@1 by pipeline stage, 95% interval (held-out eval)"
+        stages_plot.display = bool(rows)
+        if rows:
             plt = stages_plot.plt
             plt.clear_data()
             plt.clear_figure()
-            plt.bar([n for n, _ in done], [s.pass_at_1 for _, s in done], width=0.3)
+            xs = list(range(1, len(rows) + 1))
+            plt.plot(xs, [r[1] for r in rows], label="pass@1", marker="braille")
+            for index, name in ((2, "low"), (3, "high")):
+                plt.plot(xs, [r[index] if r[index] is not None else r[1] for r in rows], label=name, marker="dot")
+            plt.xticks(xs, [r[0] for r in rows])
             plt.ylim(0, 1)
-            plt.title("pass@1 by pipeline stage (held-out eval)")
+            self.titles["stages"] = title
+            plt.title(title)
             stages_plot.refresh()
 
 
