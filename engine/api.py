@@ -78,11 +78,15 @@ class Engine:
 
     # -- tasks -----------------------------------------------------------------------------
     def suite_path(self, path: str | Path | None) -> Path:
-        if path:
-            return Path(path)
-        if self.config.tasks:
-            return Path(self.config.tasks).expanduser()
-        return builtin_tasks_dir()
+        """A suite directory: `path`, else the config's `tasks`, else the built-in suite. "curriculum"
+        or "curriculum:TRAIN,EVAL" names the generated curriculum, written into the cache on first use."""
+        from engine.tasks.curriculum import materialize
+
+        chosen = str(path or self.config.tasks or "")
+        if not chosen:
+            return builtin_tasks_dir()
+        cache = self.paths.cache_dir if self.paths is not None else resolve_paths(None).cache_dir
+        return materialize(chosen, cache) or Path(chosen).expanduser()
 
     def load_suite(self, path: str | Path | None = None) -> Suite:
         return load_suite(self.suite_path(path))

@@ -162,7 +162,11 @@ class Config(_Section):
     rsr: RsrConfig = RsrConfig()
     rpr: RprConfig = RprConfig()
     pipeline: PipelineConfig = PipelineConfig()
-    tasks: str = Field("", description="default task suite; empty = the built-in suite")
+    tasks: str = Field(
+        "",
+        description='default task suite: a directory, or "curriculum[:TRAIN,EVAL]" (generated into the cache); '
+        "empty = the built-in suite",
+    )
 
     @field_validator("tasks")
     @classmethod
@@ -204,7 +208,9 @@ def load_config(path: Path) -> Config:
 DEFAULT_CONFIG_TOML = """\
 # trsi-tui configuration. Every key is optional; these are the defaults.
 
-# Default task suite for commands that take --tasks (empty: the built-in suite).
+# Default task suite for commands that take --tasks: a directory, or "curriculum" /
+# "curriculum:TRAIN,EVAL" (the one-command curriculum, TRAIN and EVAL instances per family,
+# generated into the cache); empty: the built-in suite.
 tasks = ""
 
 [sandbox]

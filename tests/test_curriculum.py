@@ -93,3 +93,20 @@ def test_every_family_is_valid_in_real_sandboxes(tmp_path: Path):
     _, checks = engine.check_tasks([str(tmp_path / "train"), str(tmp_path / "eval")], backend="local", concurrency=2)
     assert len(checks) == 2 * len(FAMILIES)
     assert [c.task for c in checks if not c.valid] == [], [c.reason for c in checks if not c.valid]
+
+
+def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec(tmp_path: Path):
+    from engine.paths import resolve_paths
+
+    paths = resolve_paths(str(tmp_path / "home")).ensure()
+    engine = Engine(Config(tasks="curriculum:2,1"), Store(paths.database), paths)
+    root = engine.suite_path(None)
+    assert root.is_relative_to(paths.cache_dir)
+    suite = load_suite(root)
+    assert (len(suite.split("train")), len(suite.split("eval")), suite.errors) == (2 * 17, 17, [])
+    marker = root / "train" / sorted(p.name for p in (root / "train").iterdir())[0] / "instruction.md"
+    before = marker.stat().st_mtime_ns
+    assert engine.suite_path("curriculum:2,1") == root and marker.stat().st_mtime_ns == before  # not rewritten
+    assert engine.suite_path(str(tmp_path)) == tmp_path  # a path stays a path
+    with pytest.raises(ValueError, match="curriculum:TRAIN,EVAL"):
+        engine.suite_path("curriculum:lots")

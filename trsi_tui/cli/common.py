@@ -21,6 +21,12 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
+TASKS_HELP = (
+    "Task suite: a directory, or curriculum[:TRAIN,EVAL] (the one-command curriculum, generated into the "
+    "cache; default: the config's tasks, else the built-in suite)."
+)
+
+
 def new_table(title: str, *columns: str) -> Table:
     result = Table(title=title)
     for col in columns:
@@ -94,7 +100,7 @@ def stage_options(what: str):
     """The options every stage command takes (suite, backend, concurrency, seed, JSON report); the
     command receives them as `tasks`, `backend`, `concurrency`, `seed` and `json_path`."""
     options = [
-        click.option("--tasks", metavar="PATH", default=None, help="Task suite (default: built-in)."),
+        click.option("--tasks", metavar="PATH", default=None, help=TASKS_HELP),
         click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config)."),
         click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once."),
         click.option("--seed", type=int, default=0, show_default=True),

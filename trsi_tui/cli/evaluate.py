@@ -8,14 +8,14 @@ from engine.rollout.agents import SCRIPTED_AGENTS
 from engine.rollout.harnesses import HARNESSES
 from engine.stats import per_task
 from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, err, new_table, out, progress_printer, write_json
+from trsi_tui.cli.common import TASKS_HELP, check_backend, engine_of, err, new_table, out, progress_printer, write_json
 from trsi_tui.cli.group import cli
 from trsi_tui.render import comparison_lines, summary_lines, task_row
 
 
 # -- eval -------------------------------------------------------------------------------------
 @cli.group("eval", invoke_without_command=True)
-@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option(
     "--agent",
     type=click.Choice([*sorted(SCRIPTED_AGENTS), "model"]),

@@ -10,7 +10,16 @@ from rich.table import Table
 
 from engine.config import ConfigError
 from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, new_table, out, progress_printer, run_resumable, write_json
+from trsi_tui.cli.common import (
+    TASKS_HELP,
+    check_backend,
+    engine_of,
+    new_table,
+    out,
+    progress_printer,
+    run_resumable,
+    write_json,
+)
 from trsi_tui.cli.group import cli
 from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, seed_rows, stage_rows
 
@@ -37,7 +46,7 @@ def pipeline() -> None:
     help="Embedded configuration used when --config is not given. demo: the bundled model on the "
     "built-in suite, under an hour on 2 CPU cores.",
 )
-@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help="Task suite (default: built-in).")
+@click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
 @click.option(
