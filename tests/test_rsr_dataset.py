@@ -91,3 +91,18 @@ def test_sft_trains_on_a_balanced_set_so_one_easy_family_cannot_fill_it():
     assert balance(samples, family, per_task=0, per_family=0) == samples
     task = Task("x-1", EXAMPLE_TASK, "", 1.0, 1.0, EnvironmentSettings(), metadata={"family": "count-lines"})
     assert family_of(task) == "count-lines"
+
+
+def test_a_bare_sample_keeps_the_harness_instructions_and_drops_its_worked_examples():
+    from engine.rsr.dataset import sample_opening
+
+    plain = get_harness("fenced-bash-plain")
+    opening = [{"role": "system", "content": plain.system_prompt()}, {"role": "user", "content": "Task: x"}]
+    as_run = sample_opening(opening, "fenced-bash-plain", "as-run")
+    bare = sample_opening(opening, "fenced-bash-plain", "bare")
+    assert as_run == opening and "uname -s" in as_run[0]["content"]
+    assert "uname -s" not in bare[0]["content"] and plain.system_prompt().startswith(bare[0]["content"])
+    assert bare[1] == opening[1] and opening[0]["content"] == plain.system_prompt()  # the stored episode is untouched
+    # The harness that evaluates such a model shows it exactly the prompt it was trained on.
+    assert get_harness("fenced-bash-bare").system_prompt() == bare[0]["content"]
+    assert "Example" not in get_harness("fenced-bash").bare_system_prompt()

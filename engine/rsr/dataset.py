@@ -39,6 +39,17 @@ def build_sample(
     return Sample(tuple(buf.ids), tuple(buf.mask), provenance)
 
 
+def sample_opening(opening: list[dict], harness: str, prompt: str) -> list[dict]:
+    """The system and user messages a sample starts with: as the replay ran (`prompt` "as-run"),
+    or with the harness's system prompt without its worked examples ("bare")."""
+    from engine.rollout.harnesses import get_harness
+
+    messages = [dict(m) for m in opening]
+    if prompt == "bare" and messages and messages[0].get("role") == "system":
+        messages[0]["content"] = get_harness(harness).bare_system_prompt()
+    return messages
+
+
 def deduplicate(samples: list[Sample]) -> list[Sample]:
     seen: set[str] = set()
     unique = []

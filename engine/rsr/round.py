@@ -19,7 +19,7 @@ from engine.events import RsrProgress, RunbookDrafted, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
 from engine.rollout.harnesses import HARNESSES, get_harness
 from engine.rollout.runner import EpisodeJob
-from engine.rsr.dataset import balance, build_sample, family_of
+from engine.rsr.dataset import balance, build_sample, family_of, sample_opening
 from engine.rsr.frontier import PassEstimate, wants_attempt
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
@@ -304,7 +304,7 @@ class RsrRound(KeyedStage):
             fresh.append(
                 build_sample(
                     self.policy,
-                    model.messages[:2],
+                    sample_opening(model.messages[:2], rb.harness, self.settings.sample_prompt),
                     steps,
                     runbook=rb.text,
                     provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id, rb.id),

@@ -2,14 +2,14 @@
 command results are shown back to it. Select one by name with `get_harness`."""
 
 from engine.rollout.harnesses.base import Action, Command, Harness, StepResult, truncate_middle
-from engine.rollout.harnesses.fenced_bash import FencedBash, FencedBashPlain
+from engine.rollout.harnesses.fenced_bash import FencedBash, FencedBashBare, FencedBashPlain
 from engine.rollout.harnesses.terminus_json import TerminusJson
 from engine.rollout.harnesses.tool_call import ToolCall
 from engine.rollout.harnesses.xml_bash import XmlBash
 from engine.rollout.harnesses.xml_bash_fewshot import XmlBashFewShot
 
 HARNESSES: dict[str, type[Harness]] = {
-    h.name: h for h in (TerminusJson, XmlBash, XmlBashFewShot, FencedBash, FencedBashPlain, ToolCall)
+    h.name: h for h in (TerminusJson, XmlBash, XmlBashFewShot, FencedBash, FencedBashPlain, FencedBashBare, ToolCall)
 }
 
 

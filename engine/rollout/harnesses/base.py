@@ -64,6 +64,11 @@ class Harness(ABC):
     @abstractmethod
     def system_prompt(self) -> str: ...
 
+    def bare_system_prompt(self) -> str:
+        """The system prompt without worked examples (for harnesses that show some): what an RSR
+        sample carries with `[rsr] sample_prompt = "bare"`, so the trained model acts without them."""
+        return self.system_prompt()
+
     def first_message(self, instruction: str, time_left_s: float) -> str:
         return f"Task:\n{instruction.strip()}\n\nYou have {time_left_s:.0f} seconds. The working directory is /app."
 

@@ -62,6 +62,9 @@ class FencedBash(Harness):
     def system_prompt(self) -> str:
         return SYSTEM
 
+    def bare_system_prompt(self) -> str:
+        return SYSTEM.split("\n\nExample")[0]
+
     def format_reminder(self) -> str:
         return "Reply with one command in a ```bash code block, or DONE when the task is complete."
 
@@ -80,9 +83,13 @@ class FencedBash(Harness):
         return Action(error="no ```bash code block and no DONE was found")
 
 
-PLAIN_SYSTEM = """You complete a task by running bash commands.
+BARE_SYSTEM = """You complete a task by running bash commands.
 Reply with one command inside a ```bash code block.
-You then see its output. When the task is complete, reply with DONE.
+You then see its output. When the task is complete, reply with DONE."""
+
+PLAIN_SYSTEM = (
+    BARE_SYSTEM
+    + """
 
 Task: Write the name of the kernel to /app/os.txt.
 ```bash
@@ -104,6 +111,7 @@ du -sh /app/data > /app/usage.txt
 ```
 Output: (nothing)
 DONE"""
+)
 
 
 class FencedBashPlain(FencedBash):
@@ -120,6 +128,9 @@ class FencedBashPlain(FencedBash):
     def system_prompt(self) -> str:
         return PLAIN_SYSTEM
 
+    def bare_system_prompt(self) -> str:
+        return BARE_SYSTEM
+
     def first_message(self, instruction: str, time_left_s: float) -> str:
         return f"Task: {instruction.strip()}"
 
@@ -132,3 +143,13 @@ class FencedBashPlain(FencedBash):
             failed = " (timed out)" if r.timed_out else (f" (exit code {r.exit_code})" if r.exit_code else "")
             parts.append(f"Output: {output}{failed}")
         return "\n".join(parts) or "Output: (nothing)"
+
+
+class FencedBashBare(FencedBashPlain):
+    """fenced-bash-plain without its worked examples: for a model trained to act without them
+    (`[rsr] sample_prompt = "bare"`), with a prompt a third as long."""
+
+    name = "fenced-bash-bare"
+
+    def system_prompt(self) -> str:
+        return BARE_SYSTEM
