@@ -60,6 +60,9 @@ class RsrConfig(_Section):
     target_successes: int = Field(2, ge=1, le=64, description="a task stops exploring once it has this many")
     # The formats the bundled model writes by habit (docs/results.md measures them on the curriculum).
     harnesses: list[str] = Field(default_factory=lambda: ["fenced-bash-plain", "fenced-bash"], min_length=1)
+    # Run one nop episode per task first: partial credit no higher than doing nothing earns is no
+    # reason to spend more explore attempts on a task.
+    nop_floor: bool = True
     split: str = "train"
     temperature: float = Field(0.8, ge=0.0, le=5.0)
     max_turns: int = Field(6, ge=1, le=200)
@@ -240,6 +243,7 @@ attempts = 4               # explore attempts per task and harness, at most
 min_attempts = 2           # every task and harness gets this many before any stops
 target_successes = 2       # a task stops exploring once this many attempts passed every check
 harnesses = ["fenced-bash-plain", "fenced-bash"]
+nop_floor = true           # more attempts only for partial credit above what a nop episode earns
 split = "train"
 temperature = 0.8
 max_turns = 6

@@ -24,6 +24,9 @@ def test_every_pair_gets_its_minimum_then_only_pairs_that_get_somewhere_continue
     assert wants_attempt([(False, 0.0), (True, 1.0)], SETTINGS)  # sometimes right: the frontier
     assert not wants_attempt([(True, 1.0), (True, 1.0)], SETTINGS)  # enough verified successes
     assert not wants_attempt([(False, 0.25)] * 6, SETTINGS)  # the budget is a cap
+    # Partial credit that doing nothing also earns (an "input unchanged" check) is no progress.
+    assert not wants_attempt([(False, 0.25), (False, 0.25)], SETTINGS, floor=0.25)
+    assert wants_attempt([(False, 0.25), (False, 0.375)], SETTINGS, floor=0.25)
 
 
 def test_pass_estimate_stays_strictly_between_0_and_1():

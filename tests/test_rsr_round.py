@@ -108,6 +108,9 @@ def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, re
     report = rnd.run()
     store = rnd.store
     assert (report.explored, report.successes) == (2, 2)
+    # What doing nothing earns was measured once per task, apart from the explore attempts.
+    assert sorted(k for k in store.rsr.jobs(1, "nop")) == ["hello-a", "hello-b"]
+    assert all(not ok for _, ok in store.rsr.jobs(1, "nop").values())
     # The leaky runbook (it quotes the canary) is rejected by the leak scan; the clean one approved.
     by_task = {rb.task: rb for rb in store.runbooks.list(round=1)}
     assert by_task["hello-b"].status == "rejected" and by_task["hello-b"].leak.leaked
@@ -133,6 +136,8 @@ def test_a_killed_round_resumes_without_losing_or_duplicating_work(tmp_path: Pat
     report = make_round(tmp_path, real_policy, store=store).run()
     explore_eps = [e for r in store.runs.list(50) if r.kind == "rsr-explore" for e in store.runs.episodes(r.id)]
     assert len(explore_eps) == 2 and report.explored == 2  # the stored attempt was not run again
+    nop_eps = [e for r in store.runs.list(50) if r.kind == "rsr-nop" for e in store.runs.episodes(r.id)]
+    assert len(nop_eps) == 2  # measured once per task, not again on resume
     assert len(store.runbooks.list(round=1)) == 2 and report.samples == 1
     again = make_round(tmp_path, real_policy, store=store).run()  # a finished round is a no-op
     assert again.samples == 1 and len(store.runbooks.list(round=1)) == 2 and again.checkpoint == report.checkpoint

@@ -34,13 +34,13 @@ class PassEstimate:
         return (self.successes + 1) / (self.attempts + 2)
 
 
-def wants_attempt(tried: list[Attempt], settings: RsrConfig) -> bool:
+def wants_attempt(tried: list[Attempt], settings: RsrConfig, floor: float = 0.0) -> bool:
     """Another attempt for a (task, harness) pair? Every pair gets `min_attempts`; then only pairs
-    that showed they can get somewhere (a success or partial credit) continue, until
-    `target_successes` or `attempts`."""
+    that showed they can get somewhere (a success, or partial credit above `floor`, what doing
+    nothing earns on the task) continue, until `target_successes` or `attempts`."""
     successes = sum(ok for ok, _ in tried)
     if len(tried) >= settings.attempts or successes >= settings.target_successes:
         return False
     if len(tried) < settings.min_attempts:
         return True
-    return successes > 0 or any(reward > 0 for _, reward in tried)
+    return successes > 0 or any(reward > floor + 1e-9 for _, reward in tried)

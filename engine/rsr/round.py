@@ -155,6 +155,7 @@ class RsrRound(KeyedStage):
         minimum stops. The schedule is a function of the stored outcomes, so a resumed round plans
         the same waves."""
         settings = self.settings
+        floors = self.nop_floors(tasks)
         wave = 0
         while True:
             done = self.store.rsr.jobs(self.round, "explore")
@@ -163,7 +164,7 @@ class RsrRound(KeyedStage):
             for name, task in tasks.items():
                 for h_index, harness in enumerate(settings.harnesses):
                     tried = outcomes.get((name, harness), [])
-                    if not wants_attempt(tried, settings):
+                    if not wants_attempt(tried, settings, floors.get(name, 0.0)):
                         continue
                     attempt = len(tried)
                     seed = round_seed(self.seed, self.round, h_index * 131 + attempt)
@@ -178,6 +179,24 @@ class RsrRound(KeyedStage):
         wins = sum(ok for _, ok in self.store.rsr.jobs(self.round, "explore").values())
         frontier = sum(1 for e in estimates.values() if 0 < e.successes < e.attempts)
         self._progress("explore", f"{wins} attempt(s) passed every check; {frontier} task(s) at the frontier")
+
+    def nop_floors(self, tasks: dict[str, Task]) -> dict[str, float]:
+        """What doing nothing earns on each task (a nop episode's reward; checks such as "the input
+        is unchanged" pass untouched): partial credit at or below it is no sign of progress, so it
+        earns a task no more explore attempts. One nop episode per task and round, keyed."""
+        if not self.settings.nop_floor:
+            return {}
+        from engine.rollout.agents import NopAgent
+
+        done = self.store.rsr.jobs(self.round, "nop")
+        jobs = [(name, EpisodeJob(task, NopAgent)) for name, task in tasks.items() if name not in done]
+        if jobs:
+            self._progress("explore", f"measuring what doing nothing earns on {len(jobs)} task(s)")
+            self._run_jobs("nop", jobs)
+        done = self.store.rsr.jobs(self.round, "nop")
+        episodes = self.store.runs.episodes_by_id([episode for episode, _ in done.values()])
+        rewards = {e.id: e.reward for e in episodes if e.reward is not None}
+        return {name: rewards[episode] for name, (episode, _) in done.items() if episode in rewards}
 
     def _explore_outcomes(self, done: dict[str, tuple[str, bool]]) -> dict[tuple[str, str], list[tuple[bool, float]]]:
         """(task, harness) -> (success, reward) of each stored attempt, in attempt order."""
