@@ -40,7 +40,7 @@ class EvalRequest:
     split: str | None = None
     only: tuple[str, ...] = ()
     model: str | None = None
-    harness: str = "xml-bash"
+    harness: str = "fenced-bash-plain"
     backend: str | None = None
     concurrency: int | None = None
     seeds: int = 1
@@ -115,7 +115,7 @@ class Engine:
         attempts: int = 1,
         split: str | None = None,
         model: str | None = None,
-        harness: str = "xml-bash",
+        harness: str = "fenced-bash-plain",
         temperature: float = 0.7,
         seed: int = 0,
         seeds: int = 1,

@@ -35,9 +35,9 @@ from trsi_tui.render import comparison_lines, summary_lines, task_row
 @click.option(
     "--harness",
     type=click.Choice(sorted(HARNESSES)),
-    default="xml-bash",
-    show_default=True,
-    help="How the model is prompted and how its replies become commands.",
+    default=None,
+    help="How the model is prompted and how its replies become commands "
+    "(default from the config: [pipeline] eval_harness, fenced-bash-plain).",
 )
 @click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")
@@ -71,7 +71,7 @@ def eval_cmd(
     tasks_path: str | None,
     agent: str,
     model_spec: str | None,
-    harness: str,
+    harness: str | None,
     temperature: float,
     seed: int,
     max_turns: int,
@@ -106,7 +106,7 @@ def eval_cmd(
             attempts=attempts,
             split=split,
             model=model_spec,
-            harness=harness,
+            harness=harness or engine.config.pipeline.eval_harness,
             temperature=temperature,
             seed=seed,
             seeds=seeds,

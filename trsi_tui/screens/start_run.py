@@ -46,7 +46,7 @@ class StartRunScreen(FormScreen):
         yield Label("Harness")
         yield Select(
             [(h, h) for h in sorted(HARNESSES)],
-            value="xml-bash",
+            value=config.pipeline.eval_harness,
             allow_blank=False,
             id="harness",
             disabled=True,
