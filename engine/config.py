@@ -75,6 +75,11 @@ class RsrConfig(_Section):
     replays: int = Field(1, ge=1, le=16, description="replays per approved runbook")
     # SFT trains on a balanced set: at most this many verified samples per task and per task
     # family (0: no cap); the store keeps every sample.
+    # An explore success whose task no replay passed becomes a sample itself (a model too small
+    # to follow a runbook must not zero the funnel), cut after the shortest prefix of its
+    # commands that passes every check when re-run in a fresh sandbox.
+    explore_fallback: bool = True
+    trim_to_verified_prefix: bool = True
     # What system prompt an SFT sample carries: the one the replay ran with ("as-run"), or the
     # harness's without worked examples ("bare"; evaluate the result under fenced-bash-bare).
     sample_prompt: Literal["as-run", "bare"] = "as-run"
@@ -253,6 +258,8 @@ reviewer_unparseable = "abstain"  # when the reviewer's reply is not JSON: the d
 template_fallback = true   # a planner draft that fails the format check becomes a template of the commands
 runbooks_per_task = 2
 replays = 1                # replays per approved runbook
+explore_fallback = true    # an explore success no replay reproduced becomes a sample itself
+trim_to_verified_prefix = true  # ... cut after the shortest prefix of its commands that passes
 sample_prompt = "as-run"    # the SFT sample's system prompt: "as-run", or "bare" (no worked examples)
 samples_per_task = 2       # SFT's balanced set: at most this many samples per task (0: no cap)
 samples_per_family = 8     # ... and per task family (the curriculum's `family`, else `category`)

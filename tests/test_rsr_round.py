@@ -115,11 +115,16 @@ def test_a_full_round_keeps_clean_runbooks_trains_and_exports(tmp_path: Path, re
     by_task = {rb.task: rb for rb in store.runbooks.list(round=1)}
     assert by_task["hello-b"].status == "rejected" and by_task["hello-b"].leak.leaked
     assert by_task["hello-a"].status == "approved" and by_task["hello-a"].decided_by == "auto"
-    assert (report.replays, report.replay_successes, report.samples) == (1, 1, 1)
-    (sample,) = store.rsr.samples(1)
+    # hello-a: its replay passed, so its sample is the replay's. hello-b: no runbook survived, so
+    # its explore success itself is the sample (explore_fallback), cut to the commands it needed.
+    assert (report.replays, report.replay_successes, report.samples) == (1, 1, 2)
+    sample, fallback = sorted(store.rsr.samples(1), key=lambda s: s.provenance.task)
     text = real_policy._llm.detokenize(list(sample.ids)).decode()  # noqa: SLF001
     assert "runbook" not in text.lower() and "Write hello to /app/out.txt." in text
     assert sample.provenance.task == "hello-a" and sample.provenance.runbook_id == by_task["hello-a"].id
+    assert fallback.provenance.task == "hello-b" and fallback.provenance.runbook_id == ""
+    assert fallback.provenance.replay_episode_id == fallback.provenance.source_episode_id
+    assert any("explore_fallback" in n for n in report.notes)
     assert report.checkpoint.startswith("bundled:smollm2-135m+lora=") and report.checkpoint.endswith("adapter.gguf")
     assert [p.name for p in store.metrics.points("rsr-1-sft")] == ["sft/loss"]
     assert store.rsr.round(1).stage == "done"
@@ -138,9 +143,9 @@ def test_a_killed_round_resumes_without_losing_or_duplicating_work(tmp_path: Pat
     assert len(explore_eps) == 2 and report.explored == 2  # the stored attempt was not run again
     nop_eps = [e for r in store.runs.list(50) if r.kind == "rsr-nop" for e in store.runs.episodes(r.id)]
     assert len(nop_eps) == 2  # measured once per task, not again on resume
-    assert len(store.runbooks.list(round=1)) == 2 and report.samples == 1
+    assert len(store.runbooks.list(round=1)) == 2 and report.samples == 2
     again = make_round(tmp_path, real_policy, store=store).run()  # a finished round is a no-op
-    assert again.samples == 1 and len(store.runbooks.list(round=1)) == 2 and again.checkpoint == report.checkpoint
+    assert again.samples == 2 and len(store.runbooks.list(round=1)) == 2 and again.checkpoint == report.checkpoint
 
 
 def test_manual_approval_blocks_until_a_person_decides(tmp_path: Path, real_policy):
@@ -162,3 +167,35 @@ def test_manual_approval_blocks_until_a_person_decides(tmp_path: Path, real_poli
         store.runbooks.decide(rb.id, "approved" if rb.task == "hello-a" else "rejected", by="human")
     worker.join(timeout=300)
     assert not worker.is_alive() and result["report"].replays == 1
+
+
+class TwoStepModel(ScriptedModel):
+    """Right on the first turn, then one more harmless command, never <done/>."""
+
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        seen = self.real._llm.detokenize(list(prompt)).decode(errors="ignore")  # noqa: SLF001
+        text = (
+            "<bash>ls /app</bash>"
+            if "echo hello > /app/out.txt</bash>" in seen
+            else "<bash>echo hello > /app/out.txt</bash>"
+        )
+        ids = self.real._llm.tokenize(text.encode(), add_bos=False, special=False) + [min(self.stop_ids)]  # noqa: SLF001
+        return Generation(text, tuple(ids), tuple([-0.1] * len(ids)), len(prompt), "stop")
+
+
+def test_an_explore_success_no_replay_reproduced_is_trained_on_up_to_the_commands_it_needed(tmp_path, real_policy):
+    rnd = make_round(tmp_path, real_policy)
+    rnd._policy = TwoStepModel(real_policy, lambda user: runbook(user + " leaky"))  # noqa: SLF001 - every runbook leaks
+    report = rnd.run()
+    store = rnd.store
+    assert report.successes == 2 and report.replays == 0  # both runbooks rejected: nothing to replay
+    # Re-run in fresh sandboxes, the first command alone passes every check for both tasks.
+    assert {k: ok for k, (_, ok) in store.rsr.jobs(1, "prefix").items()} == {
+        "hello-a|xml-bash|0|1": True,
+        "hello-b|xml-bash|0|1": True,
+    }
+    samples = store.rsr.samples(1)
+    assert len(samples) == 2 and report.checkpoint
+    for sample in samples:
+        trained = real_policy._llm.detokenize([t for t, m in zip(sample.ids, sample.mask) if m]).decode()  # noqa: SLF001
+        assert "echo hello > /app/out.txt" in trained and "ls /app" not in trained  # the idle second turn is cut

@@ -66,6 +66,27 @@ class OracleAgent:
         return AgentRun([step], timed_out=result.timed_out)
 
 
+class CommandsAgent:
+    """Runs a fixed list of shell commands, one per step: re-checks what part of a stored
+    episode's commands a verified success needed (RSR's minimal verified prefix)."""
+
+    name = "commands"
+
+    def __init__(self, commands: list[str]) -> None:
+        self.commands = list(commands)
+
+    def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
+        run = AgentRun()
+        for command in self.commands:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                run.timed_out = True
+                break
+            result = sandbox.run(command, timeout=remaining)
+            run.steps.append(AgentStep(command, result.output, result.exit_code, result.timed_out, result.duration_s))
+        return run
+
+
 SCRIPTED_AGENTS: dict[str, type] = {"oracle": OracleAgent, "nop": NopAgent}
 
 

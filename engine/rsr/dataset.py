@@ -19,15 +19,17 @@ def build_sample(
     opening: list[dict],
     steps: list[AgentStep] | tuple[AgentStep, ...],
     *,
-    runbook: str,
+    runbook: str | None,
     provenance: Provenance,
     tools: list[dict] | None = None,
 ) -> Sample:
-    """`opening` is the replay's system and user messages as sent (the user one ends with the runbook)."""
+    """`opening` is the episode's system and user messages as sent; for a replay the user one ends
+    with `runbook`, which is removed (an explore episode saw none: `runbook` None)."""
     if not steps or any(not s.token_ids for s in steps):
         raise ValueError("a sample needs steps with their sampled token ids (a local policy's episode)")
     messages = [dict(m) for m in opening]
-    messages[-1]["content"] = without_guidance(messages[-1]["content"], runbook)
+    if runbook is not None:
+        messages[-1]["content"] = without_guidance(messages[-1]["content"], runbook)
     buf = TokenBuffer.start(tok, messages, tools)
     for i, step in enumerate(steps):
         buf.add_sampled(step.token_ids)

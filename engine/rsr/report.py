@@ -71,4 +71,11 @@ def funnel_notes(store: Store, round: int, settings: RsrConfig) -> list[str]:
             f"the reviewer's verdict was unreadable for {unparsed} runbook(s); "
             f"reviewer_unparseable = {settings.reviewer_unparseable!r} decided"
         )
+    from_explore = sum(1 for sample in store.rsr.samples(round) if not sample.provenance.runbook_id)
+    if from_explore:
+        trimmed = sum(1 for _, ok in store.rsr.jobs(round, "prefix").values() if ok)
+        notes.append(
+            f"{from_explore} sample(s) are explore successes whose task no replay reproduced "
+            f"(explore_fallback); {trimmed} command prefix(es) re-run in fresh sandboxes passed every check"
+        )
     return notes

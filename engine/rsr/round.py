@@ -330,17 +330,89 @@ class RsrRound(KeyedStage):
                     tools=get_harness(rb.harness).tools,
                 )
             )
-        added = self.store.rsr.add_samples(self.round, fresh)
+        replayed = {
+            runbooks[key.split("|")[0]].task
+            for key, (_, ok) in self.store.rsr.jobs(self.round, "replay").items()
+            if ok and key.split("|")[0] in runbooks
+        }
+        fallback, fallback_rejected = (
+            self._explore_samples(tasks, replayed) if self.settings.explore_fallback else ([], 0)
+        )
+        added = self.store.rsr.add_samples(self.round, fresh + fallback)
         samples = self.store.rsr.samples(self.round)
-        self._progress("dataset", f"{len(samples)} sample(s) ({added} new; {rejected} replay(s) dropped for leaks)")
+        self._progress(
+            "dataset",
+            f"{len(samples)} sample(s) ({added} new; {rejected + fallback_rejected} dropped for leaks; "
+            f"{len(fallback)} from explore successes without a passing replay)",
+        )
         return samples
+
+    def _explore_samples(self, tasks: dict[str, Task], replayed: set[str]) -> tuple[list, int]:
+        """Samples from explore successes of tasks that no replay passed (`explore_fallback`): a
+        model too small to follow a runbook must not zero the funnel at the replay. The episode
+        saw no runbook, so nothing is removed; with `trim_to_verified_prefix` it is cut after the
+        shortest prefix of its commands that passes every check when re-run in a fresh sandbox,
+        so turns that came after the work was done, and taught nothing, are not trained on."""
+        successes = sorted(
+            (key, episode)
+            for key, (episode, ok) in self.store.rsr.jobs(self.round, "explore").items()
+            if ok and key.split("|")[0] not in replayed
+        )
+        steps = {key: self.store.runs.steps(episode) for key, episode in successes}
+        keep = self._verified_prefixes(tasks, steps) if self.settings.trim_to_verified_prefix else {}
+        samples, rejected = [], 0
+        for key, episode in successes:
+            name, harness, _ = key.split("|")
+            task, kept = tasks[name], steps[key][: keep.get(key, len(steps[key]))]
+            actions = "\n".join(s.action_text for s in kept)
+            allowed = "\n".join([task.instruction, *(s.output for s in kept)])
+            if not kept or scan(actions, protected_for(task.path, allowed=allowed)).leaked:
+                rejected += 1
+                continue
+            model = self.store.runs.episode_model(episode)
+            samples.append(
+                build_sample(
+                    self.policy,
+                    sample_opening(model.messages[:2], harness, self.settings.sample_prompt),
+                    kept,
+                    runbook=None,
+                    provenance=Provenance(name, harness, episode, episode, ""),
+                    tools=get_harness(harness).tools,
+                )
+            )
+        return samples, rejected
+
+    def _verified_prefixes(self, tasks: dict[str, Task], steps: dict[str, list]) -> dict[str, int]:
+        """explore key -> the fewest leading steps whose commands, re-run in a fresh sandbox, pass
+        every check (keyed jobs, scope rsr/N/prefix); a success that needs all its steps is absent."""
+        from engine.rollout.agents import CommandsAgent
+
+        done = self.store.rsr.jobs(self.round, "prefix")
+        jobs = []
+        for key, found in steps.items():
+            for k in range(1, len(found)):
+                if f"{key}|{k}" not in done:
+                    commands = [s.command for s in found[:k] if s.command]
+                    jobs.append(
+                        (f"{key}|{k}", EpisodeJob(tasks[key.split("|")[0]], lambda c=commands: CommandsAgent(c)))
+                    )
+        if jobs:
+            self._progress("dataset", f"re-running {len(jobs)} command prefix(es) of explore successes")
+            self._run_jobs("prefix", jobs)
+        done = self.store.rsr.jobs(self.round, "prefix")
+        shortest: dict[str, int] = {}
+        for job_key, (_, ok) in done.items():
+            key, _, k = job_key.rpartition("|")
+            if ok and key in steps:
+                shortest[key] = min(shortest.get(key, len(steps[key])), int(k))
+        return shortest
 
     def train(self, samples, notes: list[str]) -> str:
         record = self.store.rsr.round(self.round)
         if record is not None and record.checkpoint:
             return record.checkpoint
         if not samples:
-            notes.append("no verified replays: nothing to train on, the actor is unchanged")
+            notes.append("no verified samples: nothing to train on, the actor is unchanged")
             return ""
         from engine.rsr.sft import train_sft
         from engine.training.gguf_export import export_lora_gguf
