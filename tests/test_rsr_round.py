@@ -199,3 +199,23 @@ def test_an_explore_success_no_replay_reproduced_is_trained_on_up_to_the_command
     for sample in samples:
         trained = real_policy._llm.detokenize([t for t, m in zip(sample.ids, sample.mask) if m]).decode()  # noqa: SLF001
         assert "echo hello > /app/out.txt" in trained and "ls /app" not in trained  # the idle second turn is cut
+
+
+class FencedModel(ScriptedModel):
+    """Replies as fenced-bash-plain expects, whose observations do not repeat the command."""
+
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        text = "```bash\necho hello > /app/out.txt\n```"
+        ids = self.real._llm.tokenize(text.encode(), add_bos=False, special=False) + [min(self.stop_ids)]  # noqa: SLF001
+        return Generation(text, tuple(ids), tuple([-0.1] * len(ids)), len(prompt), "stop")
+
+
+def test_an_explore_command_that_equals_the_reference_solution_is_not_a_leak(tmp_path, real_policy):
+    """The model typed the solution's exact line without seeing it: the right answer, not a leak."""
+    rnd = make_round(tmp_path, real_policy)
+    rnd._policy = FencedModel(real_policy, lambda user: runbook(user + " leaky"))  # noqa: SLF001 - runbooks rejected
+    rnd.settings = rnd.settings.model_copy(update={"harnesses": ["fenced-bash-plain"], "max_turns": 1})
+    solve = (rnd.tasks_path / "hello-a" / "solution" / "solve.sh").read_text()
+    assert "echo hello > /app/out.txt" in solve  # the reference solution is exactly the model's command
+    report = rnd.run()
+    assert (report.successes, report.replays, report.samples) == (2, 0, 2)

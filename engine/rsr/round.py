@@ -365,7 +365,10 @@ class RsrRound(KeyedStage):
             name, harness, _ = key.split("|")
             task, kept = tasks[name], steps[key][: keep.get(key, len(steps[key]))]
             actions = "\n".join(s.action_text for s in kept)
-            allowed = "\n".join([task.instruction, *(s.output for s in kept)])
+            # The model typed these commands having seen no solution and no runbook: a command that
+            # coincides with the reference solution is the right answer, not a leak. Only a canary
+            # (text that exists nowhere but in the task's protected files) disqualifies the sample.
+            allowed = "\n".join([task.instruction, actions, *(s.output for s in kept)])
             if not kept or scan(actions, protected_for(task.path, allowed=allowed)).leaked:
                 rejected += 1
                 continue
