@@ -96,6 +96,7 @@ def worker(args) -> None:
         load_4bit=args.four_bit,
         max_len=8192,
         old_logprobs="recompute" if anchor else "sampler",
+        kl_coef=args.kl_coef,
     )
     ac = ActorCritic.load(
         trainable_weights(args.model)[0],
@@ -143,6 +144,7 @@ def worker(args) -> None:
                 "episodes": args.episodes,
                 "tokens": tokens,
                 "4bit": args.four_bit,
+                "kl_coef": args.kl_coef,
                 "joint_update_s": round(joint.seconds, 2),
                 "critic_update_s": round(critic.seconds, 2),
                 "joint_forward_passes_per_episode": round(joint.forward_passes, 2),
@@ -196,6 +198,7 @@ def main() -> None:
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048])
     parser.add_argument("--episodes", type=int, default=4)
     parser.add_argument("--4bit", dest="four_bit", action="store_true", help="load the base NF4 (QLoRA)")
+    parser.add_argument("--kl-coef", type=float, default=0.05, help="[rpr] kl_coef (0: no reference pass)")
     parser.add_argument("--store", type=Path, default=None, help="a trsi-tui database with RPR rounds")
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=["anchor", "current"], default="current", help=argparse.SUPPRESS)
@@ -219,6 +222,8 @@ def main() -> None:
             str(args.episodes),
             "--path",
             path,
+            "--kl-coef",
+            str(args.kl_coef),
         ]
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
