@@ -196,6 +196,8 @@ def test_pipeline_status_and_a_broken_pipeline_config(tmp_path: Path):
     )
     assert r.exit_code == 1
     assert "rpr.critic_warmup_rounds" in r.output and "rpr.kl_estimator" in r.output
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "pipeline", "run", "--headless", "--seeds", "0,x"], obj={})
+    assert r.exit_code == 1 and "'x' is not a seed" in r.output
 
 
 def test_the_demo_preset_is_valid_and_sized_for_the_cpu():
