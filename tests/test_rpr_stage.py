@@ -213,11 +213,9 @@ def test_infrastructure_failures_are_left_out_of_the_loss_not_scored_zero():
 
 @pytest.mark.parametrize("kl_mode", ["loss", "reward"])
 def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_policy, kl_mode):
-    from engine.policy.spec import resolve_hf_base
-    from engine.rpr.actor_critic import ACTOR, ActorCritic
+    from engine.rpr.actor_critic import ACTOR
     from engine.rpr.ppo import make_optimizers, ppo_update
     from engine.rpr.rollouts import Rollout
-    from engine.training.loader import LoraShape
 
     prompt = real_policy.tokenize_chat(
         [{"role": "user", "content": "Write hello to /app/out.txt."}], add_generation_prompt=True
@@ -234,18 +232,7 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
         )
         for name, r, reward in (("good", good, 1.0), ("bad", bad, 0.0))
     ]
-    torch.manual_seed(0)
-    ac = ActorCritic.load(
-        resolve_hf_base("bundled:smollm2-135m"),
-        actor_adapter=None,
-        critic_adapter=None,
-        value_head=None,
-        reference="base",
-        reference_adapter=None,
-        lora=LoraShape(4, 8),
-        load_4bit=False,
-        temperature=1.0,
-    )
+    ac = _tiny_actor_critic()
     s = settings(actor_lr=2e-3, ppo_epochs=2, minibatch_episodes=2, kl_coef=0.05, kl_mode=kl_mode)
     optimizers, schedulers = make_optimizers(ac, s)
 
