@@ -54,6 +54,14 @@ def _paired_gain(child: dict[str, dict[str, bool]], parent: dict[str, dict[str, 
 
 def summarize(store: Store, seeds: list[int]) -> list[StageOverSeeds]:
     stored = store.stages.all()
+    read: dict[str, dict[str, dict[str, bool]]] = {}
+
+    def outcomes_of(key: str) -> dict[str, dict[str, bool]]:
+        """Each stage's episodes are read once: a stage is also the next one's parent, and Base every lineage's."""
+        if key not in read:
+            read[key] = _task_outcomes(store, key)
+        return read[key]
+
     rows = []
     for i, name in enumerate(PIPELINE_STAGES):
         parent = PIPELINE_STAGES[i - 1] if i else ""
@@ -63,7 +71,7 @@ def summarize(store: Store, seeds: list[int]) -> list[StageOverSeeds]:
             record = stored.get(lineage.stage_key(name))
             if record is None or record.status != "done":
                 continue
-            outcomes = _task_outcomes(store, lineage.stage_key(name))
+            outcomes = outcomes_of(lineage.stage_key(name))
             if not outcomes:
                 continue
             if done and name == "Base":
@@ -71,7 +79,7 @@ def summarize(store: Store, seeds: list[int]) -> list[StageOverSeeds]:
             done.append(seed)
             rates.append(_rates(outcomes))
             if parent:
-                gains.append(_paired_gain(outcomes, _task_outcomes(store, lineage.stage_key(parent))))
+                gains.append(_paired_gain(outcomes, outcomes_of(lineage.stage_key(parent))))
         per_seed = tuple(sum(r.values()) / len(r) for r in rates)
         mean = bootstrap_over_seeds(rates) if rates else None
         gain = bootstrap_over_seeds(gains) if gains and all(gains) else None

@@ -368,8 +368,7 @@ class RsrRound(KeyedStage):
             # The model typed these commands having seen no solution and no runbook: a command that
             # coincides with the reference solution is the right answer, not a leak. Only a canary
             # (text that exists nowhere but in the task's protected files) disqualifies the sample.
-            allowed = "\n".join([task.instruction, actions, *(s.output for s in kept)])
-            if not kept or scan(actions, protected_for(task.path, allowed=allowed)).leaked:
+            if not kept or any(c in actions for c in protected_for(task.path).canaries):
                 rejected += 1
                 continue
             model = self.store.runs.episode_model(episode)
