@@ -1,64 +1,102 @@
-"""Rollout speed with the bundled model: what the harness and the sandbox add to generation.
+"""Rollout throughput with the bundled model: the batched llama.cpp backend against the
+single-sequence one (one context per episode), side by side in one run.
 
-    python bench/rollout.py [--episodes 8] [--max-turns 3] [--harness xml-bash] [--out FILE]
+    python bench/rollout.py [--episodes 24] [--concurrency 1,2,4,8,16] [--out FILE]
 
-Runs model episodes on eval-split tasks (local sandbox, llama.cpp, the bundled SmolLM2-135M),
-then, in the same run, regenerates each recorded step's exact prompt with raw llama.cpp (the
-same prompt ids, forced to the same number of tokens, no harness, no sandbox). Reports:
-- generated tokens per second (model episodes, and raw);
-- overhead: episode agent-turn time minus raw generation time of the same tokens, as a share
-  of the raw time (target: under 5%);
-- episodes per minute at concurrency 1 and 2.
-Writes bench/results/rollout.json.
+1. Raw batched decode: llama.cpp alone (no sampling, no harness) decoding B sequences of a
+   realistic prompt length in one batch per token, in the context the batched backend uses:
+   the limit the backend can approach at batch B.
+2. The RSR explore workload: the bundled model, the fenced-bash-plain harness (the demo's), the
+   built-in train tasks, 3 turns, temperature 0.8, local sandboxes; the same tasks and seeds for
+   each backend and concurrency. Each configuration runs in its own process, so its peak memory
+   (max RSS) is its own.
+3. Determinism: the batched backend at one concurrency run twice, and against itself at
+   concurrency 1 (the single-sequence path): the share of episodes with identical tokens.
+
+Prints a table and writes bench/results/rollout.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.config import Config
-from engine.paths import builtin_tasks_dir
-from engine.policy import load_policy
-from engine.rollout.harnesses import get_harness
-from engine.rollout.model_agent import ModelAgent
-from engine.rollout.runner import EpisodeJob, EpisodeRunner
-from engine.tasks import load_suite
+MODEL = "bundled:smollm2-135m"
+HARNESS = "fenced-bash-plain"
 
 
-def raw_generation_seconds(policy, steps) -> tuple[float, int]:
-    """Time raw llama.cpp to generate the same number of tokens from each step's exact prompt.
+def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int) -> list[dict]:
+    import llama_cpp as L
+    import numpy as np
 
-    Prompts are replayed in episode order without reset, so raw llama.cpp reuses its KV cache
-    across an episode's turns exactly as the policy does: the same llama.cpp work on both sides.
-    """
-    llm = policy._llm  # noqa: SLF001 - the raw baseline is llama.cpp itself
-    total, tokens = 0.0, 0
-    for prompt, n, seed in steps:
+    from engine.policy import load_policy
+    from engine.policy.llamacpp_batched import N_BATCH, context_params
+
+    policy = load_policy(MODEL, n_ctx=1024, instances=1)  # the tokenizer and the loaded weights
+    llm = policy._llm  # noqa: SLF001 - raw llama.cpp on the same weights
+    slots = max(batch_sizes)
+    ctx = L.llama_init_from_model(
+        llm._model.model,  # noqa: SLF001
+        context_params(n_ctx=prompt_len + steps + 8, slots=slots, threads=os.cpu_count() or 1),
+    )
+    mem, batch = L.llama_get_memory(ctx), L.llama_batch_init(N_BATCH, 0, 1)
+    rng = np.random.default_rng(0)
+
+    def decode(items: list[tuple[int, int, int]]) -> None:
+        for j, (token, pos, seq) in enumerate(items):
+            batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0], batch.logits[j] = (
+                token,
+                pos,
+                1,
+                seq,
+                True,
+            )
+        batch.n_tokens = len(items)
+        assert L.llama_decode(ctx, batch) == 0
+
+    rows = []
+    for b in batch_sizes:
+        L.llama_memory_clear(mem, True)
+        for seq in range(b):
+            prompt = rng.integers(100, 40000, prompt_len).tolist()
+            for start in range(0, prompt_len, N_BATCH):
+                decode([(t, start + i, seq) for i, t in enumerate(prompt[start : start + N_BATCH])])
         t = time.perf_counter()
-        llm.set_seed(seed)  # the episode's seed for this turn: the same tokens, the same cache state
-        for i, _ in enumerate(
-            llm.generate(prompt, temp=0.7, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0, reset=True)
-        ):
-            if i + 1 >= n:
-                break
-        total += time.perf_counter() - t
-        tokens += n
-    return total, tokens
+        for k in range(steps):
+            decode([(1000 + seq + k, prompt_len + k, seq) for seq in range(b)])
+        seconds = time.perf_counter() - t
+        rows.append({"batch": b, "tokens_per_s": round(b * steps / seconds, 1)})
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    policy.close()
+    return rows
 
 
-def run(policy, tasks, harness: str, max_turns: int, concurrency: int):
+def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
+    """One configuration (run in a child process): episodes/min, tokens, and each episode's tokens."""
+    from engine.config import Config
+    from engine.paths import builtin_tasks_dir
+    from engine.policy import load_policy
+    from engine.rollout.harnesses import get_harness
+    from engine.rollout.model_agent import ModelAgent
+    from engine.rollout.runner import EpisodeJob, EpisodeRunner
+    from engine.tasks import load_suite
+
+    train = load_suite(builtin_tasks_dir()).split("train")
+    tasks = [train[i % len(train)] for i in range(n)]
+    policy = load_policy(MODEL, n_ctx=4096, instances=concurrency, llama_backend=backend, sequences=sequences)
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
 
     def agent(i: int):
-        return lambda: ModelAgent(
-            policy, get_harness(harness), temperature=0.7, seed=i, max_turns=max_turns, max_tokens_per_turn=128
-        )
+        return lambda: ModelAgent(policy, get_harness(HARNESS), temperature=0.8, seed=i, max_turns=3)
 
     t = time.perf_counter()
     _, results = runner.run(
@@ -68,72 +106,112 @@ def run(policy, tasks, harness: str, max_turns: int, concurrency: int):
         tasks_path="builtin",
         concurrency=concurrency,
     )
-    return results, time.perf_counter() - t
+    wall = time.perf_counter() - t
+    steps = [s for r in results for s in r.steps]
+    generated = sum(len(s.token_ids) for s in steps)
+    prompt_read = sum(s.prompt_tokens for s in steps)
+    return {
+        "backend": backend,
+        "concurrency": concurrency,
+        "episodes": len(results),
+        "errors": sum(r.status == "infra_error" for r in results),
+        "passed": sum(r.success for r in results),
+        "wall_s": round(wall, 2),
+        "episodes_per_min": round(60 * len(results) / wall, 2),
+        "generated_tokens": generated,
+        "generated_tokens_per_s": round(generated / wall, 1),
+        "prompt_tokens": prompt_read,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        # Job i ran seed i; the episode id ends with the job's index.
+        "tokens": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_ids) for r in results},
+    }
+
+
+def child(backend: str, concurrency: int, n: int, sequences: int) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", f"{backend},{concurrency},{n},{sequences}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit(f"{backend} at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def same_share(a: dict, b: dict) -> float:
+    keys = sorted(set(a["tokens"]) & set(b["tokens"]))
+    return sum(a["tokens"][k] == b["tokens"][k] for k in keys) / max(1, len(keys))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--episodes", type=int, default=8)
-    ap.add_argument("--max-turns", type=int, default=3)
-    ap.add_argument("--harness", default="xml-bash")
+    ap.add_argument("--episodes", type=int, default=24)
+    ap.add_argument("--concurrency", default="1,2,4,8,16")
+    ap.add_argument("--sequences", type=int, default=8, help="the batched backend's [policy] sequences")
+    ap.add_argument("--raw-batches", default="1,2,4,8,16")
+    ap.add_argument("--prompt-len", type=int, default=400, help="raw decode: prompt tokens per sequence")
+    ap.add_argument("--determinism-at", type=int, default=8)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        backend, c, n, seqs = args.child.split(",")
+        print(json.dumps(episodes(backend, int(c), int(n), int(seqs))))
+        return 0
 
-    policy = load_policy("bundled:smollm2-135m", n_ctx=4096, instances=2)  # one context per episode at -j 2
-    tasks = load_suite(builtin_tasks_dir()).split("eval")[: args.episodes]
+    levels = [int(x) for x in args.concurrency.split(",")]
+    raw = raw_decode([int(x) for x in args.raw_batches.split(",")], args.prompt_len, 48)
+    print("raw batched decode (llama.cpp alone, prompt of", args.prompt_len, "tokens):")
+    for row in raw:
+        print(f"  batch {row['batch']:>3}: {row['tokens_per_s']:>7.1f} tok/s")
+
     rows = []
-    for concurrency in (1, 2):
-        results, wall = run(policy, tasks, args.harness, args.max_turns, concurrency)
-        steps = [s for r in results for s in r.steps]
-        gen_tokens = sum(len(s.token_ids) for s in steps)
-        gen_s = sum(s.generation_s for s in steps)
-        agent_s = sum(r.phase_s.get("agent", 0.0) for r in results)
-        rows.append(
-            {
-                "concurrency": concurrency,
-                "episodes": len(results),
-                "wall_s": round(wall, 2),
-                "episodes_per_min": round(60 * len(results) / wall, 2),
-                "tokens": gen_tokens,
-                "tokens_per_s": round(gen_tokens / gen_s, 1) if gen_s else 0.0,
-                "agent_turn_s": round(agent_s, 2),
-                "results": results,
-            }
-        )
-    # The raw baseline: the same prompts and token counts as the concurrency-1 episodes.
-    base = rows[0]
-    prompts = []
-    for i, r in enumerate(sorted(base["results"], key=lambda r: r.episode_id)):
-        ids = list(r.token_ids)
-        for turn, s in enumerate(r.steps):
-            prompts.append((ids[: s.prompt_tokens], max(1, len(s.token_ids)), i * 1000 + turn))
-    raw_s, raw_tokens = raw_generation_seconds(policy, prompts)
-    overhead = (base["agent_turn_s"] - raw_s) / raw_s if raw_s else 0.0
-    for row in rows:
-        row.pop("results")
+    for c in levels:
+        for backend in ("instances", "batched"):
+            row = child(backend, c, args.episodes, args.sequences)
+            rows.append(row)
+            print(
+                f"  {backend:<10} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
+                f"  {row['generated_tokens_per_s']:>6.1f} gen tok/s  {row['peak_rss_mb']:>6} MB"
+                f"  ({row['episodes']} episodes, {row['errors']} errors)",
+                flush=True,
+            )
+    best_today = max(r["episodes_per_min"] for r in rows if r["backend"] == "instances")
+    best_batched = max(r["episodes_per_min"] for r in rows if r["backend"] == "batched")
 
-    print(f"{'concurrency':<12}{'episodes':>9}{'wall s':>9}{'ep/min':>8}{'tokens':>8}{'tok/s':>8}")
-    for row in rows:
+    at = args.determinism_at
+    first = next(r for r in rows if r["backend"] == "batched" and r["concurrency"] == at)
+    again = child("batched", at, args.episodes, args.sequences)
+    single = next(r for r in rows if r["backend"] == "batched" and r["concurrency"] == 1)
+    determinism = {
+        "concurrency": at,
+        "same_episode_run_to_run": round(same_share(first, again), 3),
+        "same_episode_as_concurrency_1": round(same_share(first, single), 3),
+    }
+
+    print(f"\n{'backend':<10}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
+    for r in rows:
         print(
-            f"{row['concurrency']:<12}{row['episodes']:>9}{row['wall_s']:>9.2f}{row['episodes_per_min']:>8.2f}"
-            f"{row['tokens']:>8}{row['tokens_per_s']:>8.1f}"
+            f"{r['backend']:<10}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}{r['generated_tokens_per_s']:>11.1f}"
+            f"{r['peak_rss_mb']:>9}{r['passed']:>8}"
         )
     print(
-        f"\nraw llama.cpp, same prompts and token counts: {raw_s:.2f} s for {raw_tokens} tokens "
-        f"({raw_tokens / raw_s:.1f} tok/s)"
+        f"\nbest episodes/min: instances {best_today:.2f}, batched {best_batched:.2f} "
+        f"({best_batched / best_today:.2f}x; target 2.5x)"
     )
-    print(
-        f"agent turns at concurrency 1: {base['agent_turn_s']:.2f} s -> harness + sandbox overhead "
-        f"{overhead:+.1%} (target under 5%)"
-    )
+    print(f"determinism at concurrency {at}: {determinism}")
+    for r in [*rows, again]:
+        r.pop("tokens", None)
     payload = {
-        "harness": args.harness,
-        "max_turns": args.max_turns,
+        "model": MODEL,
+        "harness": HARNESS,
+        "episodes": args.episodes,
+        "raw_decode": raw,
         "rows": rows,
-        "raw_generation_s": round(raw_s, 3),
-        "raw_tokens": raw_tokens,
-        "overhead_fraction": round(overhead, 4),
-        "target_met": overhead < 0.05,
+        "best_episodes_per_min": {"instances": best_today, "batched": best_batched},
+        "speedup": round(best_batched / best_today, 2),
+        "determinism": determinism,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2) + "\n")

@@ -144,8 +144,13 @@ class Engine:
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
             get_harness(harness)  # fail fast on an unknown harness
-            # Loaded once and shared by every episode, with a llama.cpp context per concurrent episode.
-            policy = load_policy(model, instances=concurrency or self.config.eval.concurrency)
+            # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode).
+            policy = load_policy(
+                model,
+                instances=concurrency or self.config.eval.concurrency,
+                llama_backend=self.config.policy.llama_backend,
+                sequences=self.config.policy.sequences,
+            )
 
             def factory(s: int, a: int):
                 return lambda: ModelAgent(

@@ -38,6 +38,16 @@ class RewardConfig(_Section):
     alpha: float = Field(0.5, ge=0.0, lt=1.0)
 
 
+class PolicyConfig(_Section):
+    # GGUF models (bundled:, gguf:): "batched" serves every concurrent episode as a sequence of one
+    # llama.cpp context, decoding them in one batch per token; "instances" keeps one context per
+    # episode (the single-sequence path: its tokens never depend on what else runs).
+    llama_backend: Literal["batched", "instances"] = "batched"
+    # At most this many episodes decode in one batch; more episodes may run (their commands wait
+    # in sandboxes), set by each command's concurrency.
+    sequences: int = Field(8, ge=1, le=64)
+
+
 class EvalConfig(_Section):
     concurrency: int = Field(2, ge=1, le=64)
 
@@ -169,6 +179,7 @@ class Config(_Section):
     sandbox: SandboxConfig = SandboxConfig()
     reward: RewardConfig = RewardConfig()
     eval: EvalConfig = EvalConfig()
+    policy: PolicyConfig = PolicyConfig()
     tui: TuiConfig = TuiConfig()
     rsr: RsrConfig = RsrConfig()
     rpr: RprConfig = RprConfig()
@@ -241,6 +252,10 @@ alpha = 0.5                # partial credit = alpha * passed/total, alpha < 1
 
 [eval]
 concurrency = 2
+
+[policy]
+llama_backend = "batched"  # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
+sequences = 8              # at most this many episodes decode in one batch
 
 [rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
 approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI

@@ -51,7 +51,10 @@ class StageContext:
             return self.policy_loader(spec)
         from engine.policy import load_policy
 
-        return load_policy(spec, instances=self.concurrency)
+        policy = self.config.policy
+        return load_policy(
+            spec, instances=self.concurrency, llama_backend=policy.llama_backend, sequences=policy.sequences
+        )
 
 
 def round_seed(seed: int, round: int, offset: int) -> int:

@@ -167,3 +167,25 @@ def test_fenced_bash_plain_messages_read_like_its_examples_and_carry_no_budget_n
     for family in FAMILIES:
         command = instance(family, "train", 0, 0).solve.split()[0]
         assert f"```bash\n{command} " not in shown, family
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("fenced-bash", "```bash\nls /app\n```"),
+        ("xml-bash", "I will look. <bash>ls /app</bash>"),
+        ("xml-bash", "<done/>"),
+        (
+            "terminus-json",
+            '{"analysis": "a {brace}", "plan": "p", "commands": [{"keystrokes": "ls"}], "task_complete": false}',
+        ),
+        ("tool-call", '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>'),
+    ],
+)
+def test_sampling_stops_once_the_action_is_complete_and_not_before(name: str, reply: str):
+    """Every prefix short of the whole action is incomplete, the whole action is complete, and
+    parsing the reply cut there gives the same action as the reply followed by more text."""
+    harness = get_harness(name)
+    cut = next(i for i in range(1, len(reply) + 1) if harness.action_complete(reply[:i]))
+    assert cut == len(reply)
+    assert harness.parse(reply) == harness.parse(reply + "\nand then some more words about it")

@@ -270,7 +270,7 @@ def test_concurrent_conversations_keep_their_own_llama_context():
 
     from engine.policy import load_policy
 
-    pool = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2)
+    pool = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2, llama_backend="instances")
     a = pool.tokenize_chat(
         [{"role": "system", "content": "alpha " * 20}, {"role": "user", "content": "hi"}], add_generation_prompt=True
     )
@@ -304,7 +304,7 @@ def test_loading_instances_from_many_threads_leaves_stdout_where_it_was():
     from engine.policy import load_policy
 
     before = os.fstat(1)
-    policy = load_policy("bundled:smollm2-135m", n_ctx=256, instances=4)
+    policy = load_policy("bundled:smollm2-135m", n_ctx=256, instances=4, llama_backend="instances")
     prompt = policy.tokenize_chat([{"role": "user", "content": "hi"}], add_generation_prompt=True)
     threads = [
         threading.Thread(target=policy.generate_ids, args=(prompt,), kwargs={"max_tokens": 2, "temperature": 0.0})

@@ -45,6 +45,8 @@ def exported(tmp_path_factory):
 def _llama_logprobs(policy, prompt):
     import numpy as np
 
+    if hasattr(policy, "next_token_logprobs"):  # the batched backend: its own context, adapter applied
+        return policy.next_token_logprobs(prompt)
     llm = policy._llm  # noqa: SLF001 - the distribution straight from llama.cpp
     llm.reset()
     llm.eval(prompt)

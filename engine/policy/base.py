@@ -84,6 +84,9 @@ class LocalPolicy:
         prompt = self.tokenize_chat(messages, add_generation_prompt=True, tools=tools)
         return self.generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, **stop)
 
+    def release(self, ids: list[int]) -> None:
+        """The episode whose token buffer is `ids` has ended; backends that keep its KV cache free it."""
+
     def token_budget(self, prompt: list[int], max_tokens: int) -> int:
         """How many tokens may be sampled after `prompt`; 0 when the context is full."""
         if len(prompt) + 1 >= self.n_ctx:

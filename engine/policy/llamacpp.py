@@ -20,68 +20,45 @@ from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Mes
 _LOAD_LOCK = threading.Lock()
 
 
-class LlamaCppPolicy(LocalPolicy):
-    """`instances` > 1 keeps that many llama.cpp contexts (the weights are shared through mmap);
-    each call takes the free one whose cached tokens share the longest prefix with the prompt, so
-    concurrent episodes keep their own KV cache instead of evicting each other's."""
+def load_llama(path: Path, **kwargs):
+    """A llama-cpp-python `Llama` for `path`; failures become PolicyError."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        raise PolicyError("the llama.cpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
+    # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
+    # threads doing that at once can leave stdout pointing at /dev/null for good.
+    try:
+        with _LOAD_LOCK:
+            return Llama(model_path=str(path), verbose=False, seed=0, **kwargs)
+    except (ValueError, RuntimeError) as exc:
+        raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        name: str = "",
-        n_ctx: int = 4096,
-        threads: int | None = None,
-        instances: int = 1,
-        lora: Path | None = None,
-    ) -> None:
-        try:
-            from llama_cpp import Llama
-        except ImportError:
-            raise PolicyError("the llama.cpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
+
+class GgufChat(LocalPolicy):
+    """What both llama.cpp backends share: the GGUF's chat template, its tokenizer and its
+    end-of-turn tokens, all read from one loaded `Llama` (`self._llm`)."""
+
+    def _init_chat(self, llm, path: Path, n_ctx: int) -> None:
         import jinja2.sandbox
 
-        self.name = name or f"gguf:{path}"
-        self.path = Path(path)
-
-        def make():
-            # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
-            # threads doing that at once can leave stdout pointing at /dev/null for good.
-            try:
-                with _LOAD_LOCK:
-                    return Llama(
-                        model_path=str(path),
-                        n_ctx=n_ctx,
-                        n_threads=threads,
-                        verbose=False,
-                        seed=0,
-                        lora_path=str(lora) if lora else None,
-                    )
-            except (ValueError, RuntimeError) as exc:
-                raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
-
-        self._make = make
-        self._llm = make()  # the first instance: template, vocabulary and tokenizer come from it
-        self._free = [self._llm]
-        self._count = 1
-        self._max_instances = max(1, instances)
-        self._pool = threading.Condition()
-        meta = self._llm.metadata
+        self._llm = llm
+        meta = llm.metadata
         template = meta.get("tokenizer.chat_template")
         if not template:
             raise PolicyError(f"{path} carries no chat template (tokenizer.chat_template)")
         env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
         self._template = env.from_string(template)
-        self._bos = self._token_text(self._llm.token_bos())
-        self._eos = self._token_text(self._llm.token_eos())
+        self._bos = self._token_text(llm.token_bos())
+        self._eos = self._token_text(llm.token_eos())
         # End-of-turn tokens: EOS plus the template's turn terminator if the vocabulary has one.
-        self._stop_ids = {self._llm.token_eos()}
+        self._stop_ids = {llm.token_eos()}
         for marker in END_OF_TURN_MARKERS:
-            ids = self._llm.tokenize(marker.encode(), add_bos=False, special=True)
+            ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
             if len(ids) == 1:
                 self._stop_ids.add(ids[0])
         self.n_ctx = n_ctx
-        self._n_vocab = self._llm.n_vocab()
+        self._n_vocab = llm.n_vocab()
 
     def _token_text(self, token: int) -> str:
         if token < 0:
@@ -104,7 +81,51 @@ class LlamaCppPolicy(LocalPolicy):
         text = self.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
-    # -- sampling --------------------------------------------------------------------------
+    @property
+    def stop_ids(self) -> frozenset[int]:
+        return frozenset(self._stop_ids)
+
+    supports_stop_at = True
+
+    def _text(self, ids: list[int]) -> str:
+        """The reply's text: the sampled tokens without the end-of-turn token."""
+        return self._llm.detokenize([t for t in ids if t not in self._stop_ids]).decode("utf-8", errors="replace")
+
+
+class LlamaCppPolicy(GgufChat):
+    """One llama.cpp context per concurrent episode, each decoding one sequence.
+
+    Kept beside the batched backend (`engine.policy.llamacpp_batched`, the default) as the anchor
+    that `bench/rollout.py` measures it against, and because its tokens do not depend on which
+    other episodes run at the same time (`[policy] llama_backend = "instances"`).
+
+    `instances` > 1 keeps that many llama.cpp contexts (the weights are shared through mmap);
+    each call takes the free one whose cached tokens share the longest prefix with the prompt, so
+    concurrent episodes keep their own KV cache instead of evicting each other's."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        name: str = "",
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        instances: int = 1,
+        lora: Path | None = None,
+    ) -> None:
+        self.name = name or f"gguf:{path}"
+        self.path = Path(path)
+
+        def make():
+            return load_llama(path, n_ctx=n_ctx, n_threads=threads, lora_path=str(lora) if lora else None)
+
+        self._make = make
+        self._init_chat(make(), self.path, n_ctx)  # the first instance: template, vocabulary and tokenizer
+        self._free = [self._llm]
+        self._count = 1
+        self._max_instances = max(1, instances)
+        self._pool = threading.Condition()
+
     # -- the instance pool -----------------------------------------------------------------
     def _acquire(self, prompt: list[int]):
         with self._pool:
@@ -131,12 +152,6 @@ class LlamaCppPolicy(LocalPolicy):
         with self._pool:
             self._free.append(llm)
             self._pool.notify()
-
-    @property
-    def stop_ids(self) -> frozenset[int]:
-        return frozenset(self._stop_ids)
-
-    supports_stop_at = True
 
     def generate_ids(
         self, prompt: list[int], *, max_tokens: int, temperature: float, seed: int | None = None, stop_at: StopAt = None
@@ -175,9 +190,9 @@ class LlamaCppPolicy(LocalPolicy):
                     break
         finally:
             self._release(llm)
-        text_ids = [t for t in ids if t not in self._stop_ids]
-        text = self._llm.detokenize(text_ids).decode("utf-8", errors="replace")
-        return Generation(text, tuple(ids), tuple(logprobs), len(prompt), finish, [], time.monotonic() - start)
+        return Generation(
+            self._text(ids), tuple(ids), tuple(logprobs), len(prompt), finish, [], time.monotonic() - start
+        )
 
 
 def _shared_prefix(llm, prompt: list[int]) -> int:
@@ -191,6 +206,7 @@ def _shared_prefix(llm, prompt: list[int]) -> int:
 
 
 def _logprob(logits, token: int, temperature: float) -> float:
+    """log softmax(logits / T)[token]; T = 0 is greedy, scored under the raw softmax."""
     scaled = np.asarray(logits, dtype=np.float64)
     if temperature > 0:
         scaled = scaled / temperature

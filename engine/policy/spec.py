@@ -62,8 +62,18 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(kind, target)
 
 
-def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None = None, instances: int = 1) -> Policy:
-    """`instances`: llama.cpp contexts to keep for concurrent episodes (weights shared via mmap)."""
+def load_policy(
+    spec: ModelSpec | str,
+    *,
+    n_ctx: int = 4096,
+    threads: int | None = None,
+    instances: int = 1,
+    llama_backend: str = "batched",
+    sequences: int = 8,
+) -> Policy:
+    """`instances`: concurrent episodes the policy serves. For GGUF models, `llama_backend`
+    "batched" (the default) serves them as sequences of one llama.cpp context, at most
+    `sequences` decoding per batch; "instances" keeps one llama.cpp context per episode."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
     if spec.kind == "openai":
         from engine.policy.openai_compat import OpenAIPolicy
@@ -84,7 +94,15 @@ def load_policy(spec: ModelSpec | str, *, n_ctx: int = 4096, threads: int | None
     model, *options = spec.target.split("+")
     lora = next((Path(o[len("lora=") :]).expanduser() for o in options if o.startswith("lora=")), None)
     path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
-    return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
+    if llama_backend == "instances":
+        return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
+    if llama_backend != "batched":
+        raise PolicyError(f"unknown llama.cpp backend {llama_backend!r} (batched or instances)")
+    from engine.policy.llamacpp_batched import BatchedLlamaCppPolicy
+
+    return BatchedLlamaCppPolicy(
+        path, name=str(spec), n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora
+    )
 
 
 def resolve_hf_base(base: str) -> str:

@@ -60,6 +60,16 @@ class ModelAgent:
         self.on_step: StepListener | None = None
 
     def act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
+        self._buffer: TokenBuffer | None = None
+        try:
+            return self._act(task, sandbox, deadline)
+        finally:
+            # However the episode ended, a backend that keeps its KV cache can free it now.
+            release = getattr(self.policy, "release", None)
+            if self._buffer is not None and release is not None:
+                release(self._buffer.ids)
+
+    def _act(self, task: Task, sandbox: Sandbox, deadline: float) -> AgentRun:
         tools = self.harness.tools
         # Local models keep an exact token buffer; remote servers (no tokenizer here) run on messages.
         buffered = hasattr(self.policy, "generate_ids")
@@ -75,6 +85,7 @@ class ModelAgent:
             },
         ]
         buf = TokenBuffer.start(self.policy, messages, tools) if buffered else TokenBuffer()
+        self._buffer = buf if buffered else None
         run = AgentRun(
             messages=[dict(m) for m in messages], harness=self.harness.name, model=getattr(self.policy, "name", "")
         )

@@ -47,6 +47,10 @@ class TerminusJson(Harness):
             '"task_complete"}.'
         )
 
+    def action_complete(self, text: str) -> bool:
+        """The first JSON object with "commands" or "task_complete" is closed: parse() reads only it."""
+        return "}" in text and any("commands" in o or "task_complete" in o for o in _json_objects(text))
+
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         candidates = [o for o in _json_objects(text) if "commands" in o or "task_complete" in o]
         if not candidates:

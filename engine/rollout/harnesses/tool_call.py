@@ -58,6 +58,10 @@ class ToolCall(Harness):
             "or done."
         )
 
+    def action_complete(self, text: str) -> bool:
+        """A closed <tool_call> tag (native tool calls come from the server, not from this text)."""
+        return "</tool_call>" in text
+
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         calls = list(tool_calls or [])
         if not calls:

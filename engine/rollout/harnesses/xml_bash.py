@@ -24,6 +24,10 @@ class XmlBash(Harness):
     def format_reminder(self) -> str:
         return "Write one command as <bash>...</bash>, or <done/> when the task is complete."
 
+    def action_complete(self, text: str) -> bool:
+        """A closed <bash> block (one command per turn, as the prompt asks), or <done/>."""
+        return bool(_BASH.search(text) or _DONE.search(text))
+
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         commands = tuple(Command(m.strip()) for m in _BASH.findall(text) if m.strip())
         done = bool(_DONE.search(text))

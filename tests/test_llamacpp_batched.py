@@ -1,0 +1,220 @@
+"""The batched llama.cpp backend: many episodes as sequences of one context, sampled exactly."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from engine.policy import PolicyError, load_policy
+
+SYSTEM = "You are a shell agent. Reply with one bash command in a ```bash code block."
+TASKS = ["Count the lines of /app/a.txt", "Sort /app/names.txt", "Make the directory /app/out", "Print the date"]
+
+
+@pytest.fixture(scope="module")
+def policy():
+    p = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4)
+    yield p
+    p.close()
+
+
+def prompt_for(policy, task: str) -> list[int]:
+    return policy.tokenize_chat(
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}], add_generation_prompt=True
+    )
+
+
+def run_concurrently(policy, prompts, kwargs):
+    """Each prompt generated on its own thread, all released at once; kwargs: one dict for all, or one each."""
+    results, errors = [None] * len(prompts), [None] * len(prompts)
+    barrier = threading.Barrier(len(prompts))
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = policy.generate_ids(prompts[i], seed=i, **(kwargs[i] if isinstance(kwargs, list) else kwargs))
+        except PolicyError as exc:
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, errors
+
+
+def recompute_logprobs(policy, prompt: list[int], ids: tuple[int, ...], temperature: float) -> np.ndarray:
+    """The log-probabilities of `ids` after `prompt` from a fresh single-sequence llama.cpp
+    context: the prompt in one batch, then one token at a time, as a sampler reads them."""
+    import llama_cpp as L
+
+    llm = policy._llm  # noqa: SLF001 - the same loaded weights
+    params = L.llama_context_default_params()
+    params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = policy.n_ctx, 512, 512, 1
+    params.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    ctx = L.llama_init_from_model(llm._model.model, params)  # noqa: SLF001
+    batch = L.llama_batch_init(512, 0, 1)
+    out = []
+    try:
+        chunks = [list(prompt)] + [[t] for t in ids[:-1]]
+        pos = 0
+        for chunk in chunks:
+            for j, t in enumerate(chunk):
+                batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0] = t, pos + j, 1, 0
+                batch.logits[j] = j == len(chunk) - 1
+            batch.n_tokens = len(chunk)
+            assert L.llama_decode(ctx, batch) == 0
+            pos += len(chunk)
+            logits = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, len(chunk) - 1), shape=(llm.n_vocab(),))
+            scaled = logits.astype(np.float64) / temperature
+            top = scaled.max()
+            out.append(scaled[ids[len(out)]] - top - np.log(np.exp(scaled - top).sum()))
+    finally:
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+    return np.array(out)
+
+
+def test_concurrent_episodes_record_the_tokens_and_logprobs_a_recomputation_gives():
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4)
+    prompts = [prompt_for(policy, t) for t in TASKS]
+    results, errors = run_concurrently(policy, prompts, dict(max_tokens=24, temperature=0.7))
+    assert errors == [None] * 4
+    for prompt, gen in zip(prompts, results):
+        assert gen.token_ids and len(gen.logprobs) == len(gen.token_ids)
+        expected = recompute_logprobs(policy, prompt, gen.token_ids, 0.7)
+        np.testing.assert_allclose(gen.logprobs, expected, atol=1e-6)
+    policy.close()
+
+
+def test_the_same_seeds_give_the_same_episodes_whatever_runs_beside_them():
+    """Decoding in a batch is bit-identical to decoding alone; prompts are read one sequence at a time."""
+    together_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4)
+    prompts = [prompt_for(together_policy, t) for t in TASKS]
+    together, _ = run_concurrently(together_policy, prompts, dict(max_tokens=16, temperature=0.9))
+    together_policy.close()
+    alone_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1)
+    alone = [alone_policy.generate_ids(p, seed=i, max_tokens=16, temperature=0.9) for i, p in enumerate(prompts)]
+    alone_policy.close()
+    assert [g.token_ids for g in together] == [g.token_ids for g in alone]
+    assert [g.logprobs for g in together] == [g.logprobs for g in alone]
+
+
+def test_a_bad_prompt_fails_its_episode_and_not_the_batch(policy):
+    good = prompt_for(policy, TASKS[0])
+    bad = [*good[:-1], 10**7]  # a token id outside the vocabulary
+    results, errors = run_concurrently(policy, [good, bad], dict(max_tokens=8, temperature=0.0))
+    assert errors[0] is None and results[0].token_ids
+    assert isinstance(errors[1], PolicyError) and "outside the vocabulary" in str(errors[1])
+    with pytest.raises(PolicyError, match="empty prompt"):
+        policy.generate_ids([], max_tokens=4, temperature=0.0)
+    # A prompt longer than the context returns at once, as the single-sequence backend does.
+    assert policy.generate_ids(good * 40, max_tokens=4, temperature=0.0).finish_reason == "context_full"
+
+
+def test_a_stop_check_that_raises_fails_only_its_own_episode(policy):
+    prompts = [prompt_for(policy, t) for t in TASKS[:2]]
+
+    def broken(text: str) -> bool:
+        raise ValueError("bad check")
+
+    results, errors = run_concurrently(
+        policy, prompts, [dict(max_tokens=8, temperature=0.0, stop_at=broken), dict(max_tokens=8, temperature=0.0)]
+    )
+    assert isinstance(errors[0], PolicyError) and "bad check" in str(errors[0])
+    assert errors[1] is None and len(results[1].token_ids) == 8
+
+
+def test_sampling_stops_where_the_action_ends(policy):
+    gen = policy.generate_ids(
+        prompt_for(policy, TASKS[2]), max_tokens=64, temperature=0.0, stop_at=lambda text: "bash" in text
+    )
+    assert gen.finish_reason == "action" and gen.text.endswith("bash") and len(gen.token_ids) < 64
+
+
+def test_hundreds_of_generations_keep_the_kv_cache_bounded(policy):
+    """Finished and abandoned sequences give their cells back: what llama.cpp holds per slot is
+    what the scheduler believes it holds, never more than one context."""
+    base = prompt_for(policy, TASKS[3])
+    for wave in range(40):
+        prompts = [
+            base + policy.tokenize_chat([{"role": "user", "content": f"{wave} {i}"}], add_generation_prompt=True)
+            for i in range(6)
+        ]
+        _, errors = run_concurrently(policy, prompts, dict(max_tokens=3, temperature=1.0))
+        assert errors == [None] * 6
+    sched = policy.scheduler
+    assert not sched.active and not sched.queue
+    assert sched.cells_in_use() == [len(s.tokens) for s in sched.slots]
+    assert max(sched.cells_in_use()) <= policy.n_ctx
+
+
+def test_a_prompt_that_starts_like_a_running_episode_reuses_its_cells():
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2, sequences=2)
+    first, second = prompt_for(policy, TASKS[0]), prompt_for(policy, TASKS[1])
+    shared = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
+    started = threading.Event()
+    out = {}
+
+    def long_episode():
+        out["first"] = policy.generate_ids(
+            first, max_tokens=200, temperature=1.0, seed=1, stop_at=lambda t: started.set()
+        )
+
+    thread = threading.Thread(target=long_episode)
+    thread.start()
+    assert started.wait(60)  # the first episode has read its prompt and is decoding
+    out["second"] = policy.generate_ids(second, max_tokens=16, temperature=0.7, seed=2)
+    thread.join()
+    assert policy.scheduler.shared_prefix_tokens == shared  # the system prompt's cells were copied, not read again
+    expected = recompute_logprobs(policy, second, out["second"].token_ids, 0.7)
+    np.testing.assert_allclose(out["second"].logprobs, expected, atol=1e-6)
+    policy.close()
+
+
+def _two_turns(policy, task: str, seed: int, order_log: list):
+    """Yields twice: after turn 1 and after turn 2 of one episode (its buffer only grows)."""
+    prompt = prompt_for(policy, task)
+    first = policy.generate_ids(prompt, max_tokens=12, temperature=0.9, seed=seed)
+    order_log.append(first.token_ids)
+    yield
+    follow = policy.tokenize_chat([{"role": "user", "content": "Output: (nothing)"}], add_generation_prompt=True)
+    second = policy.generate_ids(prompt + list(first.token_ids) + follow, max_tokens=12, temperature=0.9, seed=seed + 1)
+    order_log.append(second.token_ids)
+    policy.release(prompt + list(first.token_ids) + follow + list(second.token_ids))  # the episode ends
+    yield
+
+
+def test_an_episode_gives_the_same_tokens_whatever_order_the_others_run_in():
+    """Episodes interleaved differently reuse and copy cells differently; their tokens must not
+    change. (Two slots, three episodes, at most two running at once, as when slots = concurrency.)"""
+
+    def run(order: str) -> dict:
+        policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2, sequences=2)
+        logs = {"a": [], "b": [], "c": []}
+        episodes = {k: _two_turns(policy, TASKS[i], 10 * i, logs[k]) for i, k in enumerate("abc")}
+        for key in order:
+            next(episodes[key])
+        policy.close()
+        return logs
+
+    reference = run("aabbcc")  # one after another
+    assert run("ababcc") == reference  # c takes the slot a released; b's system prompt is copied to it
+    assert run("abbacc") == reference
+
+
+def test_a_new_episode_does_not_take_the_slot_of_one_between_turns():
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2, sequences=2)
+    a, b = prompt_for(policy, TASKS[0]), prompt_for(policy, TASKS[1])
+    first = policy.generate_ids(a, max_tokens=4, temperature=0.0)
+    second = policy.generate_ids(b, max_tokens=4, temperature=0.0)  # shares a's system prompt; a slot is empty
+    holders = [s.tokens[: len(a)] == a for s in policy.scheduler.slots]
+    assert sorted(holders) == [False, True]
+    # When a's episode ends, its cells are freed at once (not left for eviction).
+    policy.release(a + list(first.token_ids))
+    policy.generate_ids(b + list(second.token_ids), max_tokens=1, temperature=0.0)  # b's next turn: a round trip
+    assert sorted(len(s.tokens) == 0 for s in policy.scheduler.slots) == [False, True]
+    policy.close()
