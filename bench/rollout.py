@@ -124,6 +124,7 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         # Job i ran seed i; the episode id ends with the job's index.
         "tokens": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_ids) for r in results},
+        "masks": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_mask) for r in results},
     }
 
 
@@ -144,6 +145,20 @@ def same_share(a: dict, b: dict) -> float:
     return sum(a["tokens"][k] == b["tokens"][k] for k in keys) / max(1, len(keys))
 
 
+def first_differences(a: dict, b: dict) -> dict:
+    """Where each differing episode first differs: in a token the model sampled, or in an
+    observation (a command's output that differs run to run, such as a timestamp)."""
+    out = {"sampled": 0, "observation": 0}
+    for k in sorted(set(a["tokens"]) & set(b["tokens"])):
+        x, y = a["tokens"][k], b["tokens"][k]
+        if x == y:
+            continue
+        i = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+        mask = a["masks"][k]
+        out["sampled" if i < len(mask) and mask[i] == 1 else "observation"] += 1
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=24)
@@ -153,6 +168,7 @@ def main() -> int:
     ap.add_argument("--prompt-len", type=int, default=400, help="raw decode: prompt tokens per sequence")
     ap.add_argument("--determinism-at", type=int, default=8)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
+    ap.add_argument("--raw-only", action="store_true", help="measure raw batched decode only (about a minute)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -165,6 +181,8 @@ def main() -> int:
     print("raw batched decode (llama.cpp alone, prompt of", args.prompt_len, "tokens):")
     for row in raw:
         print(f"  batch {row['batch']:>3}: {row['tokens_per_s']:>7.1f} tok/s")
+    if args.raw_only:
+        return 0
 
     rows = []
     for c in levels:
@@ -188,6 +206,8 @@ def main() -> int:
         "concurrency": at,
         "same_episode_run_to_run": round(same_share(first, again), 3),
         "same_episode_as_concurrency_1": round(same_share(first, single), 3),
+        "first_difference_run_to_run": first_differences(first, again),
+        "first_difference_vs_concurrency_1": first_differences(first, single),
     }
 
     print(f"\n{'backend':<10}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
@@ -203,6 +223,7 @@ def main() -> int:
     print(f"determinism at concurrency {at}: {determinism}")
     for r in [*rows, again]:
         r.pop("tokens", None)
+        r.pop("masks", None)
     payload = {
         "model": MODEL,
         "harness": HARNESS,

@@ -218,3 +218,13 @@ def test_a_new_episode_does_not_take_the_slot_of_one_between_turns():
     policy.generate_ids(b + list(second.token_ids), max_tokens=1, temperature=0.0)  # b's next turn: a round trip
     assert sorted(len(s.tokens) == 0 for s in policy.scheduler.slots) == [False, True]
     policy.close()
+
+
+def test_a_one_off_reply_gives_its_slot_back():
+    """A planner's or reviewer's reply (generate from messages) is never continued: its cells go."""
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASKS[0]}]
+    policy.generate(messages, max_tokens=4, temperature=0.0)
+    policy.generate_ids(prompt_for(policy, TASKS[1]), max_tokens=4, temperature=0.0)  # an episode's turn
+    assert sorted(len(s.tokens) == 0 for s in policy.scheduler.slots) == [False, True]
+    policy.close()

@@ -409,6 +409,15 @@ class BatchedLlamaCppPolicy(GgufChat):
     def scheduler(self) -> _Scheduler:
         return self._scheduler
 
+    def generate(self, messages, **kwargs) -> Generation:
+        """A one-off reply (a planner's runbook, a reviewer's verdict): nothing continues it, so
+        its sequence is freed at once rather than holding a slot an episode may need."""
+        gen = super().generate(messages, **kwargs)
+        self.release(
+            self.tokenize_chat(messages, add_generation_prompt=True, tools=kwargs.get("tools")) + list(gen.token_ids)
+        )
+        return gen
+
     def release(self, ids: list[int]) -> None:
         """The episode whose token buffer is `ids` has ended (finished, timed out or failed): its
         sequence's KV cells are freed for the next episode instead of waiting to be evicted."""
