@@ -196,20 +196,27 @@ class LlamaCppPolicy(GgufChat):
 
 
 def _shared_prefix(llm, prompt: list[int]) -> int:
-    cached = llm._input_ids  # the tokens this instance's KV cache holds  # noqa: SLF001 - the instance's cached tokens (no public accessor)
+    return common_prefix(llm._input_ids, prompt)  # the tokens this instance's KV cache holds  # noqa: SLF001 - no public accessor
+
+
+def common_prefix(a, b) -> int:
+    """How many leading tokens `a` and `b` share."""
     n = 0
-    for a, b in zip(cached, prompt):
-        if a != b:
+    for x, y in zip(a, b):
+        if x != y:
             break
         n += 1
     return n
 
 
-def _logprob(logits, token: int, temperature: float) -> float:
-    """log softmax(logits / T)[token]; T = 0 is greedy, scored under the raw softmax."""
+def log_softmax(logits, temperature: float) -> np.ndarray:
+    """log softmax(logits / T) in float64; T = 0 (greedy) is scored under the raw softmax."""
     scaled = np.asarray(logits, dtype=np.float64)
     if temperature > 0:
         scaled = scaled / temperature
     top = float(scaled.max())
-    log_z = top + math.log(float(np.exp(scaled - top).sum()))
-    return float(scaled[token] - log_z)
+    return scaled - (top + math.log(float(np.exp(scaled - top).sum())))
+
+
+def _logprob(logits, token: int, temperature: float) -> float:
+    return float(log_softmax(logits, temperature)[token])

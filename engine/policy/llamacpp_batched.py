@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.policy.base import Generation, PolicyError, StopAt
-from engine.policy.llamacpp import GgufChat, load_llama
+from engine.policy.llamacpp import GgufChat, common_prefix, load_llama, log_softmax
 
 log = logging.getLogger(__name__)
 
@@ -80,30 +80,16 @@ class _Slot:
     last_used: float = 0.0
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def sample_token(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:
     """A token drawn from softmax(logits / T) and its log-probability under it (argmax at T = 0,
     scored under the raw softmax)."""
-    scaled = logits.astype(np.float64)
+    logp = log_softmax(logits, temperature)
     if temperature > 0:
-        scaled /= temperature
-    scaled -= scaled.max()
-    log_z = float(np.log(np.exp(scaled).sum()))
-    if temperature > 0:
-        probs = np.exp(scaled - log_z)
-        cdf = np.cumsum(probs)
-        token = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
-        token = min(token, len(cdf) - 1)
+        cdf = np.cumsum(np.exp(logp))
+        token = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
     else:
-        token = int(np.argmax(scaled))
-    return token, float(scaled[token] - log_z)
+        token = int(np.argmax(logp))
+    return token, float(logp[token])
 
 
 def context_params(*, n_ctx: int, slots: int, threads: int):
@@ -215,7 +201,7 @@ class _Scheduler:
     def _release_ended(self) -> None:
         for ids in self.releases:
             for slot in self.slots:
-                if slot.request is None and slot.tokens and _common_prefix(slot.tokens, ids) == len(slot.tokens):
+                if slot.request is None and slot.tokens and common_prefix(slot.tokens, ids) == len(slot.tokens):
                     self._drop_cache(slot)
         self.releases.clear()
 
@@ -235,7 +221,7 @@ class _Scheduler:
         prompt = req.prompt
         # The episode's own slot: every cell it holds is a prefix of the prompt (its token buffer
         # only grows), so the next turn appends after them.
-        own = [s for s in idle if s.tokens and _common_prefix(s.tokens, prompt) == len(s.tokens)]
+        own = [s for s in idle if s.tokens and common_prefix(s.tokens, prompt) == len(s.tokens)]
         if own:
             slot = max(own, key=lambda s: len(s.tokens))
             keep = min(len(slot.tokens), len(prompt) - 1)  # the last prompt token is read again for its logits
@@ -249,7 +235,7 @@ class _Scheduler:
             keep = 0
             donor, shared = None, 0
             for other in self.slots:
-                n = min(_common_prefix(other.tokens, prompt), len(prompt) - 1)
+                n = min(common_prefix(other.tokens, prompt), len(prompt) - 1)
                 if other is not slot and n > shared:
                     donor, shared = other, n
             if donor is not None and shared >= MIN_SHARED_PREFIX and self._copy_cells(donor.seq, slot.seq):
@@ -327,9 +313,7 @@ class _Scheduler:
         for req, row in outputs:
             logits = np.ctypeslib.as_array(L.llama_get_logits_ith(self.ctx, row), shape=(self.n_vocab,))
             if req.want_row:
-                scaled = logits.astype(np.float64) / (req.temperature or 1.0)
-                top = scaled.max()
-                req.row = scaled - top - np.log(np.exp(scaled - top).sum())
+                req.row = log_softmax(logits, req.temperature or 1.0)
             token, logprob = sample_token(logits, req.temperature, req.rng)
             req.ids.append(token)
             req.logprobs.append(logprob)
