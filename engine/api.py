@@ -10,6 +10,7 @@ from engine.events import EventBus
 from engine.logs import setup_logging
 from engine.paths import Paths, builtin_tasks_dir, resolve_paths
 from engine.results import EpisodeResult
+from engine.rollout.agent_spec import AgentSpec, SpecAgentFactory
 from engine.rollout.agents import make_agent
 from engine.rollout.runner import EpisodeJob, EpisodeRunner, summarize
 from engine.rollout.validation import TaskCheck, check_suites
@@ -69,6 +70,31 @@ class Engine:
         self._runner: EpisodeRunner | None = None
         self._work = None  # the RSR round, RPR stage or pipeline in progress, if any (for cancel)
         self._stop_requested = False
+        self._executor = None  # the cluster's, once joined; kept so workers keep their replicas
+
+    # -- where episodes run -----------------------------------------------------------------------
+    def use_cluster(self, address: str) -> None:
+        """Run episodes on the Ray cluster at `address` (the `--cluster` option)."""
+        from engine.config import ClusterConfig
+
+        cluster = self.config.cluster.model_copy(update={"engine": "ray", "address": address})
+        self.config = self.config.model_copy(update={"cluster": ClusterConfig.model_validate(cluster.model_dump())})
+        self._executor = None
+
+    def executor(self):
+        """The cluster's episode executor when `[cluster] engine = "ray"`, else None (threads here).
+        Joined on first use; ClusterError when the cluster cannot be reached."""
+        if self._executor is None and self.config.cluster.engine == "ray":
+            from engine.cluster import make_executor
+
+            self._executor = make_executor(self.config.cluster)
+        return self._executor
+
+    def cluster_status(self):
+        """Each live node with its rollout worker's report (`engine.cluster.status`)."""
+        from engine.cluster.status import cluster_status
+
+        return cluster_status(self.config.cluster, self._executor)
 
     @classmethod
     def open(cls, home: str | None = None) -> "Engine":
@@ -137,34 +163,32 @@ class Engine:
                 )
             chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
-            from engine.policy import PolicyError, load_policy
-            from engine.rollout.harnesses import get_harness
-            from engine.rollout.model_agent import ModelAgent
+            from engine.policy import PolicyError, load_policy, parse_model_spec
+            from engine.stage import KeyedStage
 
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
-            get_harness(harness)  # fail fast on an unknown harness
-            # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode).
-            policy = load_policy(
-                model,
-                instances=concurrency or self.config.eval.concurrency,
-                llama_backend=self.config.policy.llama_backend,
-                sequences=self.config.policy.sequences,
-            )
+            parse_model_spec(model)
+            policy = None
+            if self.executor() is None:
+                # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode);
+                # on a cluster each worker loads its own replica instead.
+                policy = load_policy(
+                    model,
+                    instances=concurrency or self.config.eval.concurrency,
+                    llama_backend=self.config.policy.llama_backend,
+                    sequences=self.config.policy.sequences,
+                )
 
             def factory(s: int, a: int):
-                return lambda: ModelAgent(
-                    policy,
-                    get_harness(harness),
-                    temperature=temperature,
-                    seed=(seed + s) * 1000 + a,
-                    max_turns=max_turns,
+                return KeyedStage.agent_factory(
+                    model, policy, harness, temperature=temperature, seed=(seed + s) * 1000 + a, max_turns=max_turns
                 )
         else:
             make_agent(agent)  # fail fast on an unknown agent name
 
             def factory(s: int, a: int):
-                return lambda: make_agent(agent)
+                return SpecAgentFactory(AgentSpec(agent))
 
         jobs = [
             EpisodeJob(t, factory(s, a), attempt=s * attempts + a)
@@ -196,6 +220,7 @@ class Engine:
             concurrency=concurrency or self.config.eval.concurrency,
             seed=seed,
             should_stop=lambda: self._stop_requested,
+            executor=self.executor(),
         )
 
     def rsr_round(self, round: int, *, model: str, **options):
@@ -246,7 +271,7 @@ class Engine:
 
     def _run_work(self, build, backend: str):
         """Build long, resumable work with `build()`, run it, and keep it reachable by `cancel`."""
-        preflight(backend)
+        self._preflight(backend)
         self._stop_requested = False
         self._work = build()
         try:
@@ -301,10 +326,20 @@ class Engine:
             only=req.only,
         )
 
+    def _preflight(self, backend: str) -> None:
+        """The sandbox backend must work here, unless the episodes run on cluster workers (each
+        worker checks its own node)."""
+        if self.config.cluster.engine == "local":
+            preflight(backend)
+
     def _new_runner(self, backend: str | None) -> EpisodeRunner:
-        preflight(backend or self.config.sandbox.backend)
+        self._preflight(backend or self.config.sandbox.backend)
         return EpisodeRunner(
-            config=self.config, backend=backend or self.config.sandbox.backend, store=self.store, bus=self.bus
+            config=self.config,
+            backend=backend or self.config.sandbox.backend,
+            store=self.store,
+            bus=self.bus,
+            executor=self.executor(),
         )
 
     def cancel(self) -> None:

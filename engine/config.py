@@ -170,6 +170,25 @@ class PipelineConfig(_Section):
         return self.seeds or [self.seed]
 
 
+class ClusterConfig(_Section):
+    """Where episodes run: threads of this process, or Ray actors across a cluster (docs/cluster.md)."""
+
+    engine: Literal["local", "ray"] = "local"
+    # "auto" (a cluster started with `ray start`), "ray://HOST:10001" (Ray Client), or "local"
+    # (an in-process Ray on this machine).
+    address: str = "auto"
+    # Sandboxes a node runs at once; 0 = the node's CPU count.
+    sandboxes_per_node: int = Field(0, ge=0, le=256)
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError('address is "auto", "local", HOST:PORT or ray://HOST:PORT')
+        return v
+
+
 class TuiConfig(_Section):
     # Binding id -> keys, e.g. {"app.screen.trajectories" = "ctrl+j"}; ids are listed in the help screen.
     keymap: dict[str, str] = Field(default_factory=dict)
@@ -180,6 +199,7 @@ class Config(_Section):
     reward: RewardConfig = RewardConfig()
     eval: EvalConfig = EvalConfig()
     policy: PolicyConfig = PolicyConfig()
+    cluster: ClusterConfig = ClusterConfig()
     tui: TuiConfig = TuiConfig()
     rsr: RsrConfig = RsrConfig()
     rpr: RprConfig = RprConfig()
@@ -256,6 +276,11 @@ concurrency = 2
 [policy]
 llama_backend = "batched"  # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
 sequences = 8              # at most this many episodes decode in one batch
+
+[cluster]                  # where episodes run (docs/cluster.md)
+engine = "local"           # local (threads of this process) or ray (actors on a Ray cluster)
+address = "auto"           # ray: auto (ray start), ray://HOST:10001, or local (an in-process Ray)
+sandboxes_per_node = 0     # sandboxes a node runs at once; 0 = its CPU count
 
 [rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
 approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI

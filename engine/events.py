@@ -25,6 +25,7 @@ class EpisodeStarted:
     episode_id: str
     task: str
     agent: str
+    node: str = ""  # the cluster node running it ("" on this machine)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from typing import Callable
 from engine.config import Config
 from engine.events import EventBus
 from engine.results import EpisodeResult
+from engine.rollout.agent_spec import AgentSpec, SpecAgentFactory
 from engine.rollout.harnesses import get_harness
-from engine.rollout.model_agent import ModelAgent
-from engine.rollout.runner import EpisodeJob, EpisodeRunner
+from engine.rollout.runner import EpisodeExecutor, EpisodeJob, EpisodeRunner
 from engine.store import Store
 from engine.store.records import JobRecord
 from engine.tasks import Task, load_suite
@@ -45,6 +45,8 @@ class StageContext:
     should_stop: Callable[[], bool] = field(default=_never)
     # Loads the policy behind a model spec (tests inject scripted ones); None: engine.policy.load_policy.
     policy_loader: Callable[[str], object] | None = None
+    # Where episodes run (engine/cluster/'s Ray executor); None: threads of this process.
+    executor: EpisodeExecutor | None = None
 
     def load_policy(self, spec: str):
         if self.policy_loader is not None:
@@ -55,6 +57,11 @@ class StageContext:
         return load_policy(
             spec, instances=self.concurrency, llama_backend=policy.llama_backend, sequences=policy.sequences
         )
+
+    def rollout_policy(self, spec: str):
+        """The policy episodes of `spec` sample from here; None when they run on cluster workers,
+        which load their own replicas (a copy here would only take memory)."""
+        return None if self.executor is not None else self.load_policy(spec)
 
 
 def round_seed(seed: int, round: int, offset: int) -> int:
@@ -91,14 +98,21 @@ class KeyedStage:
 
     @staticmethod
     def agent_factory(
-        policy, harness: str, *, temperature: float, seed: int, max_turns: int, guidance: str | None = None
-    ) -> Callable[[], ModelAgent]:
-        def make() -> ModelAgent:
-            return ModelAgent(
-                policy, get_harness(harness), temperature=temperature, seed=seed, max_turns=max_turns, guidance=guidance
-            )
-
-        return make
+        model: str, policy, harness: str, *, temperature: float, seed: int, max_turns: int, guidance: str | None = None
+    ) -> SpecAgentFactory:
+        """Model agents of `policy` (loaded from the spec `model`); the factory carries the spec,
+        so a cluster worker can build the same agent on its own replica."""
+        get_harness(harness)  # fail fast on an unknown harness
+        spec = AgentSpec(
+            "model",
+            model=model,
+            harness=harness,
+            temperature=temperature,
+            seed=seed,
+            max_turns=max_turns,
+            guidance=guidance,
+        )
+        return SpecAgentFactory(spec, policy)
 
     def finished(self, scope: str) -> dict[str, JobRecord]:
         return self.store.jobs.finished(scope)
@@ -107,7 +121,12 @@ class KeyedStage:
         """Run keyed jobs, each finished episode recorded under `scope`/key as it is stored; returns
         the run id. `what` names the work in the InterruptedError ("RPR stage 1 round 2")."""
         self._runner = KeyedRunner(
-            config=self.config, backend=self.ctx.backend, store=self.store, bus=self.bus, should_stop=self.should_stop
+            config=self.config,
+            backend=self.ctx.backend,
+            store=self.store,
+            bus=self.bus,
+            should_stop=self.should_stop,
+            executor=self.ctx.executor,
         )
         return self._runner.run(
             jobs,
@@ -131,9 +150,11 @@ class KeyedRunner:
         store: Store | None,
         bus: EventBus,
         should_stop: Callable[[], bool] = _never,
+        executor: EpisodeExecutor | None = None,
     ) -> None:
         self.config, self.backend, self.store, self.bus = config, backend, store, bus
         self.should_stop = should_stop
+        self.executor = executor
         self._runner: EpisodeRunner | None = None
         self._lock = threading.Lock()
 
@@ -161,7 +182,12 @@ class KeyedRunner:
                 runner.cancel()
 
         runner = EpisodeRunner(
-            config=self.config, backend=self.backend, store=self.store, bus=self.bus, on_finished=finished
+            config=self.config,
+            backend=self.backend,
+            store=self.store,
+            bus=self.bus,
+            on_finished=finished,
+            executor=self.executor,
         )
         with self._lock:
             self._runner = runner

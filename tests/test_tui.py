@@ -463,3 +463,16 @@ async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_sta
         await wait_until(pilot, lambda: not app.run_in_progress)
         assert stages.get_row_at(1)[1] == "not run"  # nothing after a failed stage starts
     assert engine.store.stages.all()["Base"].status == "failed"
+
+
+async def test_a_pane_says_which_cluster_node_runs_its_episode(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.press("2")
+        app.engine.bus.emit(RunStarted("r", "eval", 2))
+        app.engine.bus.emit(EpisodeStarted("r", "here", "task-a", "oracle"))
+        app.engine.bus.emit(EpisodeStarted("r", "there", "task-b", "model", "box-2:1a2b3c4d"))
+        await wait_until(pilot, lambda: len(list(app.screen.query(ShellPane))) == 2)
+        await pilot.pause(0.1)
+        titles = sorted(str(p.border_title) for p in app.screen.query(ShellPane))
+        assert titles == ["task-a · oracle", "task-b · model @ box-2:1a2b3c4d"]

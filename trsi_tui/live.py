@@ -36,6 +36,7 @@ class PaneState:
     run_id: str
     task: str
     agent: str
+    node: str = ""  # the cluster node running it; "" on this machine
     phase: str = "starting"
     buffer: TerminalBuffer = field(default_factory=TerminalBuffer)
     result: EpisodeResult | None = None
@@ -119,7 +120,9 @@ class LiveState:
             if event.run_id in self.runs:
                 self.runs[event.run_id].finished = True
         elif isinstance(event, EpisodeStarted):
-            self.panes[event.episode_id] = PaneState(event.episode_id, event.run_id, event.task, event.agent)
+            self.panes[event.episode_id] = PaneState(
+                event.episode_id, event.run_id, event.task, event.agent, node=event.node
+            )
             self._forget_old()
             return event.episode_id
         elif isinstance(event, EpisodePhase):

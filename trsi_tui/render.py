@@ -103,3 +103,24 @@ def comparison_lines(c: RunComparison, run_a: str, run_b: str) -> list[str]:
         f"{c.shared_tasks} shared tasks: pass@1 {c.pass_a:.3f} ({run_a}) -> {c.pass_b:.3f} ({run_b})",
         f"difference {d.estimate:+.3f} (95% CI {d.low:+.3f} to {d.high:+.3f}, paired task bootstrap)",
     ]
+
+
+def cluster_line(nodes) -> str:
+    """One line for a cluster's nodes (`engine.cluster.status.NodeStatus`): the CLI's summary and
+    the dashboard's cluster line."""
+    if not nodes:
+        return "cluster: no live node"
+    workers = [n.worker for n in nodes if n.worker is not None]
+    backends = sorted({b for n in nodes for b in n.backends})
+    parts = [
+        f"cluster: {len(nodes)} node{'s' if len(nodes) != 1 else ''}",
+        "backends " + (", ".join(backends) or "none"),
+    ]
+    if workers:
+        free = sum(w.slots - w.running for w in workers)
+        parts.append(f"{free}/{sum(w.slots for w in workers)} sandbox slots free")
+        digests = sorted({w.checkpoint for w in workers if w.checkpoint})
+        parts.append("checkpoint " + (", ".join(digests) if digests else "none loaded"))
+    else:
+        parts.append("no run is using it")
+    return " · ".join(parts)

@@ -42,13 +42,14 @@ class StageEvaluation(KeyedStage):
         todo = [(key, t, s) for key, t, s in plan if key not in done]
         run_id = ""
         if todo:
-            policy = self.ctx.load_policy(self.checkpoint)
+            policy = self.ctx.rollout_policy(self.checkpoint)
             jobs = [
                 (
                     key,
                     EpisodeJob(
                         t,
                         self.agent_factory(
+                            self.checkpoint,
                             policy,
                             p.eval_harness,
                             seed=(p.seed + s) * 1000,

@@ -70,11 +70,15 @@ def load_policy(
     instances: int = 1,
     llama_backend: str = "batched",
     sequences: int = 8,
+    name: str | None = None,
 ) -> Policy:
     """`instances`: concurrent episodes the policy serves. For GGUF models, `llama_backend`
     "batched" (the default) serves them as sequences of one llama.cpp context, at most
-    `sequences` decoding per batch; "instances" keeps one llama.cpp context per episode."""
+    `sequences` decoding per batch; "instances" keeps one llama.cpp context per episode.
+    `name` (what episodes record as their model) defaults to the spec: a cluster worker serving
+    its own copy of the head's files keeps the head's name."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
+    name = name or str(spec)
     if spec.kind == "openai":
         from engine.policy.openai_compat import OpenAIPolicy
 
@@ -86,7 +90,7 @@ def load_policy(
         base, *options = spec.target.split("+")
         adapter = next((o[len("adapter=") :] for o in options if o.startswith("adapter=")), None)
         return TransformersPolicy(
-            resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=str(spec)
+            resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=name
         )
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
@@ -95,13 +99,13 @@ def load_policy(
     lora = next((Path(o[len("lora=") :]).expanduser() for o in options if o.startswith("lora=")), None)
     path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
     if llama_backend == "instances":
-        return LlamaCppPolicy(path, name=str(spec), n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
+        return LlamaCppPolicy(path, name=name, n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
     if llama_backend != "batched":
         raise PolicyError(f"unknown llama.cpp backend {llama_backend!r} (batched or instances)")
     from engine.policy.llamacpp_batched import BatchedLlamaCppPolicy
 
     return BatchedLlamaCppPolicy(
-        path, name=str(spec), n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora
+        path, name=name, n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora
     )
 
 

@@ -1,7 +1,10 @@
 """Run many episodes concurrently, store each as it finishes, and emit events.
 
-Used by `eval` and `tasks check`. Cancellation (Ctrl-C, the TUI's stop) stops every live
-sandbox, which ends its running command at once; episodes not yet started are skipped.
+Used by `eval`, `tasks check` and every stage. Where an episode runs is the executor's business:
+`LocalExecutor` runs it on a thread of this process, the Ray executor (engine/cluster/) on a
+worker of a cluster; either way the episode is stored and announced here, on the head.
+Cancellation (Ctrl-C, the TUI's stop) stops every live sandbox, which ends its running command
+at once; episodes not yet started are skipped.
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ import threading
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from engine.config import Config
 from engine.events import EpisodeFinished, EpisodeStarted, EventBus, RunFinished, RunStarted
 from engine.results import EpisodeResult
+from engine.rollout.agent_spec import AgentSpec, spec_of
 from engine.rollout.agents import Agent
 from engine.rollout.episode import run_episode
 from engine.stats import bootstrap_pass_at_1, by_task, pass_at_k
@@ -28,6 +32,69 @@ class EpisodeJob:
     task: Task
     make_agent: Callable[[], Agent]
     attempt: int = 0
+
+    @property
+    def agent_spec(self) -> AgentSpec | None:
+        """The agent as plain data (what a cluster worker builds), None for a bare closure."""
+        return spec_of(self.make_agent)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an episode runs: told to the runner before the episode starts."""
+
+    agent: str
+    node: str = ""
+
+
+class EpisodeExecutor(Protocol):
+    def slots(self, requested: int) -> int:
+        """How many episodes to keep in flight when the caller asks for `requested`."""
+        ...
+
+    def run(
+        self,
+        job: EpisodeJob,
+        *,
+        config: Config,
+        backend: str,
+        run_id: str,
+        episode_id: str,
+        bus: EventBus,
+        placed: Callable[[Placement], None],
+        on_sandbox: Callable[[Sandbox | None], None],
+    ) -> EpisodeResult:
+        """Run one episode to its result (never raising for the episode's own failures)."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop every episode this executor runs (local sandboxes are stopped by the runner)."""
+        ...
+
+
+class LocalExecutor:
+    """Episodes on threads of this process."""
+
+    def slots(self, requested: int) -> int:
+        return max(1, requested)
+
+    def run(self, job, *, config, backend, run_id, episode_id, bus, placed, on_sandbox) -> EpisodeResult:
+        agent = job.make_agent()
+        placed(Placement(agent.name))
+        return run_episode(
+            job.task,
+            agent,
+            config=config,
+            backend=backend,
+            run_id=run_id,
+            attempt=job.attempt,
+            bus=bus,
+            episode_id=episode_id,
+            on_sandbox=on_sandbox,
+        )
+
+    def cancel(self) -> None:
+        pass
 
 
 def summarize(results: list[EpisodeResult]) -> dict[str, object]:
@@ -69,8 +136,10 @@ class EpisodeRunner:
         store: Store | None,
         bus: EventBus | None,
         on_finished: Callable[[EpisodeJob, EpisodeResult], None] | None = None,
+        executor: EpisodeExecutor | None = None,
     ) -> None:
         self.config = config
+        self.executor = executor or LocalExecutor()
         # Told about each stored episode with the job that produced it (RSR links episodes to its jobs).
         self.on_finished = on_finished
         self.backend = backend
@@ -86,6 +155,7 @@ class EpisodeRunner:
             live = list(self._live.values())
         for sandbox in live:
             sandbox.stop()
+        self.executor.cancel()
 
     @property
     def cancelled(self) -> bool:
@@ -95,8 +165,9 @@ class EpisodeRunner:
         if self._cancel.is_set():
             return None
         episode_id = f"{run_id}-{index:04d}"
-        agent = job.make_agent()
-        self.bus.emit(EpisodeStarted(run_id, episode_id, job.task.name, agent.name))
+
+        def placed(where: Placement) -> None:
+            self.bus.emit(EpisodeStarted(run_id, episode_id, job.task.name, where.agent, where.node))
 
         def track(sandbox: Sandbox | None) -> None:
             with self._live_lock:
@@ -107,15 +178,14 @@ class EpisodeRunner:
             if sandbox is not None and self._cancel.is_set():
                 sandbox.stop()
 
-        result = run_episode(
-            job.task,
-            agent,
+        result = self.executor.run(
+            job,
             config=self.config,
             backend=self.backend,
             run_id=run_id,
-            attempt=job.attempt,
-            bus=self.bus,
             episode_id=episode_id,
+            bus=self.bus,
+            placed=placed,
             on_sandbox=track,
         )
         if self._cancel.is_set():
@@ -143,7 +213,7 @@ class EpisodeRunner:
         self.bus.emit(RunStarted(run_id, kind, len(jobs)))
         results: list[EpisodeResult] = []
         status = "finished"
-        pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="episode")
+        pool = ThreadPoolExecutor(max_workers=self.executor.slots(concurrency), thread_name_prefix="episode")
         try:
             futures: dict[Future, int] = {pool.submit(self._one, run_id, job, i): i for i, job in enumerate(jobs)}
             pending = set(futures)

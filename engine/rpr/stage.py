@@ -143,7 +143,7 @@ class RprStage(KeyedStage):
         """The rollout policy for `spec`, reloaded only when the served actor changed (called on the
         stage's own thread, before episode threads start)."""
         if self._policy_spec != spec:
-            self._policy = self.ctx.load_policy(spec)
+            self._policy = self.ctx.rollout_policy(spec)
             self._policy_spec = spec
         return self._policy
 
@@ -178,7 +178,7 @@ class RprStage(KeyedStage):
                     EpisodeJob(
                         task,
                         self.agent_factory(
-                            policy, s.harness, temperature=s.temperature, seed=seed, max_turns=s.max_turns
+                            spec, policy, s.harness, temperature=s.temperature, seed=seed, max_turns=s.max_turns
                         ),
                         attempt=iteration,
                     ),

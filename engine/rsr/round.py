@@ -216,6 +216,7 @@ class RsrRound(KeyedStage):
 
     def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
         return self.agent_factory(
+            self.model,
             self.policy,
             harness,
             temperature=self.settings.temperature,
@@ -387,7 +388,7 @@ class RsrRound(KeyedStage):
     def _verified_prefixes(self, tasks: dict[str, Task], steps: dict[str, list]) -> dict[str, int]:
         """explore key -> the fewest leading steps whose commands, re-run in a fresh sandbox, pass
         every check (keyed jobs, scope rsr/N/prefix); a success that needs all its steps is absent."""
-        from engine.rollout.agents import CommandsAgent
+        from engine.rollout.agent_spec import AgentSpec, SpecAgentFactory
 
         done = self.store.rsr.jobs(self.round, "prefix")
         jobs = []
@@ -396,7 +397,13 @@ class RsrRound(KeyedStage):
                 if f"{key}|{k}" not in done:
                     commands = [s.command for s in found[:k] if s.command]
                     jobs.append(
-                        (f"{key}|{k}", EpisodeJob(tasks[key.split("|")[0]], lambda c=commands: CommandsAgent(c)))
+                        (
+                            f"{key}|{k}",
+                            EpisodeJob(
+                                tasks[key.split("|")[0]],
+                                SpecAgentFactory(AgentSpec("commands", commands=tuple(commands))),
+                            ),
+                        )
                     )
         if jobs:
             self._progress("dataset", f"re-running {len(jobs)} command prefix(es) of explore successes")

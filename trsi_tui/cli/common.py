@@ -37,13 +37,24 @@ def new_table(title: str, *columns: str) -> Table:
 HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
 
 
-def engine_of(ctx: click.Context) -> Engine:
+CLUSTER_HELP = (
+    "Run the episodes on the Ray cluster at ADDRESS: auto (one started with `ray start`), "
+    "ray://HOST:10001, or local (an in-process Ray). Default from the config's [cluster]; needs "
+    "the ray extra (docs/cluster.md)."
+)
+cluster_option = click.option("--cluster", metavar="ADDRESS", default=None, help=CLUSTER_HELP)
+
+
+def engine_of(ctx: click.Context, cluster: str | None = None) -> Engine:
+    """The engine of this invocation; `cluster` (a --cluster ADDRESS) sends its episodes there."""
     obj = ctx.find_root().obj
     if obj.get("engine") is None:
         try:
             obj["engine"] = Engine.open(obj.get("home"))
         except (ConfigError, StoreError) as exc:
             raise click.ClickException(str(exc)) from None
+    if cluster:
+        obj["engine"].use_cluster(cluster)
     return obj["engine"]
 
 
@@ -97,14 +108,16 @@ def write_json(path: str | None, payload: dict) -> None:
 
 
 def stage_options(what: str):
-    """The options every stage command takes (suite, backend, concurrency, seed, JSON report); the
-    command receives them as `tasks`, `backend`, `concurrency`, `seed` and `json_path`."""
+    """The options every stage command takes (suite, backend, concurrency, seed, JSON report,
+    cluster); the command receives them as `tasks`, `backend`, `concurrency`, `seed`, `json_path`
+    and `cluster`."""
     options = [
         click.option("--tasks", metavar="PATH", default=None, help=TASKS_HELP),
         click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config)."),
         click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once."),
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--json", "json_path", metavar="FILE", default=None, help=f"Write {what} as JSON."),
+        cluster_option,
     ]
 
     def apply(command):

@@ -8,7 +8,17 @@ from engine.rollout.agents import SCRIPTED_AGENTS
 from engine.rollout.harnesses import HARNESSES
 from engine.stats import per_task
 from sandboxes import SandboxError
-from trsi_tui.cli.common import TASKS_HELP, check_backend, engine_of, err, new_table, out, progress_printer, write_json
+from trsi_tui.cli.common import (
+    TASKS_HELP,
+    check_backend,
+    cluster_option,
+    engine_of,
+    err,
+    new_table,
+    out,
+    progress_printer,
+    write_json,
+)
 from trsi_tui.cli.group import cli
 from trsi_tui.render import comparison_lines, summary_lines, task_row
 
@@ -65,6 +75,7 @@ from trsi_tui.render import comparison_lines, summary_lines, task_row
     default=None,
     help="Write {results: [...], summary: {success_rate, ...}} as JSON.",
 )
+@cluster_option
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -82,12 +93,14 @@ def eval_cmd(
     seeds: int,
     concurrency: int | None,
     json_path: str | None,
+    cluster: str | None,
 ) -> None:
     """Run an agent on every task in real sandboxes and report pass rates; all stored in SQLite.
 
     The summary gives pass@1 (tasks weigh equally) with a 95% task-bootstrap interval and the
     unbiased pass@k. `trsi-tui eval compare RUN_A RUN_B` compares two stored runs.
     """
+    from engine.cluster import ClusterError
     from engine.policy import PolicyError
 
     if ctx.invoked_subcommand is not None:
@@ -95,7 +108,7 @@ def eval_cmd(
     if agent is None:
         raise click.UsageError("Missing option '--agent' (oracle, nop or model).")
     check_backend(backend)
-    engine = engine_of(ctx)
+    engine = engine_of(ctx, cluster)
     unsubscribe = engine.bus.subscribe(progress_printer())
     try:
         report, suite = engine.evaluate(
@@ -113,7 +126,7 @@ def eval_cmd(
             max_turns=max_turns,
             only=only,
         )
-    except (SandboxError, PolicyError, ValueError) as exc:
+    except (SandboxError, PolicyError, ValueError, ClusterError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()

@@ -13,6 +13,7 @@ from sandboxes import SandboxError
 from trsi_tui.cli.common import (
     TASKS_HELP,
     check_backend,
+    cluster_option,
     engine_of,
     new_table,
     out,
@@ -69,6 +70,7 @@ def pipeline() -> None:
     "of checkpoints, one after the other (default from the config: [pipeline] seeds, else seed).",
 )
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@cluster_option
 @click.pass_context
 def pipeline_run(
     ctx: click.Context,
@@ -81,6 +83,7 @@ def pipeline_run(
     stop_after: str | None,
     seeds_text: str | None,
     json_path: str | None,
+    cluster: str | None,
 ) -> None:
     """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
 
@@ -104,6 +107,8 @@ def pipeline_run(
         chosen = load_config(config_file) if config_file else load_preset(preset)
         engine.config = chosen.model_copy(update={"tui": engine.config.tui})  # keep the home's keymap
         seeds = parse_seeds(seeds_text) if seeds_text else engine.config.pipeline.training_seeds()
+        if cluster:
+            engine.use_cluster(cluster)
     except (ConfigError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():

@@ -81,12 +81,13 @@ def rpr_run(
     """
     from dataclasses import asdict
 
+    from engine.cluster import ClusterError
     from engine.events import RprProgress
     from engine.policy import PolicyError
     from engine.rpr.stage import RprError
 
     check_backend(run["backend"])
-    engine = engine_of(ctx)
+    engine = engine_of(ctx, run.pop("cluster"))
 
     def show(event) -> None:
         if isinstance(event, RprProgress):
@@ -104,7 +105,7 @@ def rpr_run(
             critic_warmup_rounds=critic_warmup,
             harness=harness,
         ),
-        errors=(SandboxError, PolicyError, RprError, ValueError),
+        errors=(SandboxError, PolicyError, RprError, ValueError, ClusterError),
         stopped=f"RPR stage {round_} stopped",
     )
     table = new_table(

@@ -74,12 +74,13 @@ def rsr_run(
     """
     from dataclasses import asdict
 
+    from engine.cluster import ClusterError
     from engine.events import RsrProgress, RunbookDrafted
     from engine.policy import PolicyError
     from engine.rsr.round import RsrError
 
     check_backend(run["backend"])
-    engine = engine_of(ctx)
+    engine = engine_of(ctx, run.pop("cluster"))
 
     def show(event) -> None:
         if isinstance(event, RsrProgress):
@@ -99,7 +100,7 @@ def rsr_run(
             harnesses=list(harnesses) or None,
             split=split,
         ),
-        errors=(SandboxError, PolicyError, RsrError, ValueError),
+        errors=(SandboxError, PolicyError, RsrError, ValueError, ClusterError),
         stopped=f"round {round_} stopped",
     )
     table = new_table(

@@ -7,7 +7,16 @@ from pathlib import Path
 import click
 
 from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, err, new_table, out, progress_printer, write_json
+from trsi_tui.cli.common import (
+    check_backend,
+    cluster_option,
+    engine_of,
+    err,
+    new_table,
+    out,
+    progress_printer,
+    write_json,
+)
 from trsi_tui.cli.group import cli
 
 
@@ -55,21 +64,29 @@ def tasks_list(ctx: click.Context, path: str | None) -> None:
 )
 @click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once.")
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the results as JSON.")
+@cluster_option
 @click.pass_context
 def tasks_check(
-    ctx: click.Context, paths: tuple[str, ...], backend: str | None, concurrency: int | None, json_path: str | None
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    backend: str | None,
+    concurrency: int | None,
+    json_path: str | None,
+    cluster: str | None,
 ) -> None:
     """Validate tasks: the oracle must pass every check, nop must not succeed.
 
     PATHS are task directories or suites (default: the configured or built-in suite).
     Exits 0 only if every task is valid.
     """
+    from engine.cluster import ClusterError
+
     check_backend(backend)
-    engine = engine_of(ctx)
+    engine = engine_of(ctx, cluster)
     unsubscribe = engine.bus.subscribe(progress_printer())
     try:
         run_id, checks = engine.check_tasks(list(paths), backend=backend, concurrency=concurrency)
-    except SandboxError as exc:
+    except (SandboxError, ClusterError) as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         unsubscribe()

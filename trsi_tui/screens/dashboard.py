@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,7 +13,9 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
 from trsi_tui.loading import LiveStoreView
-from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, run_row, seed_rows, stage_rows
+from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, cluster_line, run_row, seed_rows, stage_rows
+
+CLUSTER_EVERY_S = 5.0
 
 
 class DashboardScreen(LiveStoreView, Screen):
@@ -28,6 +32,7 @@ class DashboardScreen(LiveStoreView, Screen):
             yield DataTable(id="seeds", cursor_type="none", zebra_stripes=True)
             yield PlotextPlot(id="reward")
             yield Static("", id="now")
+            yield Static("", id="cluster")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Footer(compact=True)
@@ -40,6 +45,7 @@ class DashboardScreen(LiveStoreView, Screen):
         seeds.can_focus = False
         seeds.add_columns(*SEED_COLUMNS)
         seeds.display = self.query_one("#seeds-title").display = False  # until a second training seed exists
+        self.query_one("#cluster", Static).display = False  # until a cluster reports
         self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()
@@ -64,7 +70,25 @@ class DashboardScreen(LiveStoreView, Screen):
             return stages, store.runs.list(50), series, summary
 
         self.load("dashboard", fetch)
+        self._refresh_cluster()
         self._show_now()
+
+    def _refresh_cluster(self) -> None:
+        """The cluster's one line, when episodes run on one: asked on a worker thread (each node
+        answers over the network), at most every CLUSTER_EVERY_S."""
+        engine = self.app.engine
+        if engine.config.cluster.engine != "ray":
+            return
+        now = time.monotonic()
+        if now - self.__dict__.get("_cluster_asked", -CLUSTER_EVERY_S) < CLUSTER_EVERY_S:
+            return
+        self._cluster_asked = now
+        self.load("cluster", lambda: cluster_line(engine.cluster_status()))
+
+    def show_cluster(self, line: str) -> None:
+        widget = self.query_one("#cluster", Static)
+        widget.update(line)
+        widget.display = True
 
     def show_dashboard(self, data: tuple) -> None:
         if data == self.__dict__.get("_shown"):

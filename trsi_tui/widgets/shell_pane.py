@@ -34,7 +34,7 @@ class ShellPane(ScrollView, can_focus=True):
 
     def sync(self, force: bool = False) -> None:
         """Take the buffer's changes: invalidate changed lines, follow the tail, update the title."""
-        self.border_title = f"{self.pane.task} · {self.pane.agent}"
+        self.border_title = f"{self.pane.task} · {self.pane.agent}" + (f" @ {self.pane.node}" if self.pane.node else "")
         self.border_subtitle = self.pane.verdict
         for outcome in ("running", "passed", "failed", "infra"):
             self.set_class(outcome == self.pane.outcome, f"-{outcome}")
