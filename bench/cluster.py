@@ -94,10 +94,9 @@ def one(mode: str, workload: str, model_tasks: int, turns: int) -> dict:
         "episodes_per_min": round(60 * len(report.results) / wall, 1),
     }
     if workload == "model":
-        tokens = {}
-        for e in engine.store.runs.episodes(report.run_id):
-            tokens[e.task] = engine.store.runs.episode_tokens(e.id)[0]
-        out["tokens"] = tokens
+        out["tokens"] = {
+            e.task: engine.store.runs.episode_tokens(e.id) for e in engine.store.runs.episodes(report.run_id)
+        }
     if overheads:
         ms = sorted(1000 * o for o in overheads)
         out["dispatch_ms_median"] = round(statistics.median(ms), 1)
@@ -108,6 +107,19 @@ def one(mode: str, workload: str, model_tasks: int, turns: int) -> dict:
         ray.shutdown()
         cluster.shutdown()
     return out
+
+
+def first_differences(base: dict, other: dict) -> dict[str, dict]:
+    """Per task whose token ids differ from the threads run's: where they first differ, and
+    whether that token was sampled (mask 1) or is part of an observation (command output)."""
+    found = {}
+    for task, (ids, mask) in base.items():
+        got = other.get(task)
+        if got is None or got[0] == ids:
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(ids, got[0])) if a != b), min(len(ids), len(got[0])))
+        found[task] = {"index": at, "sampled": bool(mask[at]) if at < len(mask) else None}
+    return found
 
 
 def main() -> None:
@@ -140,7 +152,7 @@ def main() -> None:
         compared = len(base)
         same = {r["mode"]: sum(r["tokens"].get(k) == v for k, v in base.items()) for r in model_rows}
         for r in model_rows:
-            r.pop("tokens")
+            r["first_difference"] = first_differences(base, r.pop("tokens"))
     print(
         f"{'workload':8} {'mode':10} {'episodes':>8} {'ep/min':>7} {'wall s':>7} {'setup s':>7} "
         f"{'dispatch ms (median/p95)':>25}"

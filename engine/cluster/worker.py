@@ -263,6 +263,9 @@ class RolloutWorker:
         policy = load_policy(
             self.cache.model(shipped),
             instances=self.slots,
+            # The node's CPUs as Ray counts them, not the machine's: nodes that share a machine must
+            # not each spin a thread per core (two such replicas on 2 cores ran 4x slower).
+            threads=max(1, self.cpus),
             llama_backend=config.policy.llama_backend,
             sequences=config.policy.sequences,
             name=shipped.spec,
