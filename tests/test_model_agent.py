@@ -316,3 +316,19 @@ def test_loading_instances_from_many_threads_leaves_stdout_where_it_was():
         t.join()
     after = os.fstat(1)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+
+
+def test_a_task_too_long_for_the_context_is_an_infrastructure_error_beside_a_normal_episode(policy, tmp_path: Path):
+    from tests.conftest import write_task
+
+    huge = load_task(write_task(tmp_path, "huge", instruction="Write hello to /app/out.txt. " * 800))
+    runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
+    jobs = [
+        EpisodeJob(task, lambda: ModelAgent(policy, get_harness("fenced-bash-plain"), max_turns=1, seed=1))
+        for task in (huge, load_task(EXAMPLE_TASK))
+    ]
+    _, results = runner.run(jobs, kind="eval", agent_label="model", tasks_path="", concurrency=2)
+    by_task = {r.task: r for r in results}
+    assert by_task["huge"].status == "infra_error" and by_task["huge"].failure_mode == "policy_error"
+    assert "does not fit the model's context (2048 tokens)" in by_task["huge"].error
+    assert by_task["count-lines"].scored

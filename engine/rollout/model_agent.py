@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from engine.policy.base import PolicyError
 from engine.results import AgentStep
 from engine.rollout.agents import AgentRun, StepListener
 from engine.rollout.harnesses import Harness, StepResult
@@ -114,6 +115,13 @@ class ModelAgent:
                 )
                 used = gen.prompt_tokens + gen.n_generated
             if gen.finish_reason == "context_full":
+                if turn == 0:
+                    # Not the agent's doing: the task (with the harness's prompt) never fit, so the
+                    # episode is an infrastructure error, not a zero-scoring attempt.
+                    raise PolicyError(
+                        f"the opening prompt ({gen.prompt_tokens} tokens) does not fit the model's context"
+                        + (f" ({self.policy.n_ctx} tokens)" if hasattr(self.policy, "n_ctx") else "")
+                    )
                 run.stop_reason = "context_full"
                 break
             buf.add_sampled(gen.token_ids)
