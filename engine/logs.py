@@ -28,6 +28,7 @@ LIBRARIES = (
     "urllib3",
     "docker",
     "llama_cpp",
+    "ray",
 )
 
 

@@ -30,7 +30,11 @@ def connect(address: str):
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    options = dict(namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
+    from engine.logs import quiet_libraries
+
+    quiet_libraries()  # Ray's loggers (set up on import) write to the log file, not over the output
+    # Ray logs to our log file (engine.logs), not over the command's output.
+    options = dict(namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
     try:
         if address == "local":
             ray.init(include_dashboard=False, **options)
