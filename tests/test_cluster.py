@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from engine.api import Engine
 from engine.config import ClusterConfig, Config
-from engine.events import EpisodeStarted
+from engine.events import EpisodeStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
 
@@ -86,12 +86,15 @@ def test_oracle_suite_across_two_nodes_equals_the_threads_run(cluster, tmp_path)
 
     engine = engine_on(cluster, tmp_path)
     nodes = nodes_of(engine)
+    streamed: set[str] = set()
+    engine.bus.subscribe(lambda e: streamed.add(e.episode_id) if isinstance(e, SandboxOutput) else None)
     report, suite = engine.evaluate(None, agent="oracle")
 
     assert len(report.results) == len(suite.tasks) > 20
     assert outcomes(report.results) == outcomes(threads_report.results)
     assert report.summary["successes"] == len(suite.tasks)
     assert len(set(nodes)) == 2, "episodes ran on both nodes"
+    assert streamed == {r.episode_id for r in report.results}, "every episode's shell output reached the head's bus"
     # Stored on the head, once each, like a local run.
     stored = engine.store.runs.episodes(report.run_id)
     assert sorted(e.task for e in stored) == sorted(t.name for t in suite.tasks)
