@@ -204,3 +204,13 @@ async def test_the_dashboard_shows_the_cluster_in_one_line(cluster, tmp_path):
         line = str(app.screen.query_one("#cluster").render())
     assert line.startswith("cluster: ") and " nodes" in line and "backends local" in line
     assert "sandbox slots free" in line
+
+
+@pytest.mark.docker
+def test_docker_sandboxes_run_on_the_nodes_that_have_docker(cluster, tmp_path):
+    engine = engine_on(cluster, tmp_path)
+    assert all("docker" in w.info.backends for w in engine.executor().workers())
+    chosen = ("copy-file-1", "count-lines-1", "sort-unique-1", "write-file-1")
+    report, _ = engine.evaluate(None, agent="oracle", backend="docker", only=chosen)
+    assert sorted(r.task for r in report.results) == sorted(chosen)
+    assert all(r.success and r.backend == "docker" for r in report.results)
