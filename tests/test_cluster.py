@@ -202,7 +202,8 @@ async def test_the_dashboard_shows_the_cluster_in_one_line(cluster, tmp_path):
         while not app.screen.query_one("#cluster").display and time.monotonic() < deadline:
             await pilot.pause(0.1)
         line = str(app.screen.query_one("#cluster").render())
-    assert line.startswith("cluster: ") and " nodes" in line and "backends local" in line
+    assert line.startswith("cluster: ") and " nodes · backends " in line
+    assert "local" in line.split(" · ")[1], "the nodes' sandbox backends (docker too, where it runs)"
     assert "sandbox slots free" in line
 
 
