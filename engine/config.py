@@ -57,6 +57,7 @@ class SftSection(_Section):
     alpha: int = Field(16, ge=1)
     learning_rate: float = Field(2e-4, gt=0, le=1.0)
     epochs: int = Field(3, ge=1, le=100)
+    min_steps: int = Field(0, ge=0, le=10000, description="a smaller dataset repeats until this many steps")
     batch_samples: int = Field(4, ge=1, le=256)
     max_len: int = Field(2048, ge=64)
     load_4bit: bool = True
@@ -309,6 +310,7 @@ rank = 8
 alpha = 16
 learning_rate = 2e-4
 epochs = 3
+min_steps = 0              # a smaller dataset repeats (reshuffled) until this many optimizer steps
 batch_samples = 4
 max_len = 2048
 load_4bit = true

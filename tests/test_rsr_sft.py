@@ -111,3 +111,18 @@ def test_action_loss_equals_the_models_own_loss(trained):
         full = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         ours = action_loss(model, ids, attention, labels)
     assert abs(float(full) - float(ours)) < 1e-5
+
+
+def test_a_small_dataset_repeats_until_min_steps(trained, tmp_path):
+    """3 samples in batches of 2 are 2 steps an epoch: min_steps 5 runs 2.5 epochs, no more."""
+    from engine.rsr.sft import planned_steps
+
+    base, sample, *_ = trained
+    samples = [sample, Sample(sample.ids[:-1], sample.mask[:-1], sample.provenance), sample]
+    config = SftConfig(epochs=1, min_steps=5, batch_samples=2, learning_rate=1e-9, load_4bit=False)
+    steps = []
+    result = train_sft(base, samples, tmp_path, config, on_step=lambda step, *_: steps.append(step))
+    assert steps == [1, 2, 3, 4, 5] and result.steps == 5
+    assert json.loads((tmp_path / METADATA).read_text())["metrics"]["epochs"] == 2.5
+    # A dataset big enough for min_steps keeps its whole epochs.
+    assert planned_steps(40, SftConfig(epochs=3, min_steps=12, batch_samples=4)) == 30

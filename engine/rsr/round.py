@@ -435,6 +435,7 @@ class RsrRound(KeyedStage):
             alpha=s.alpha,
             learning_rate=s.learning_rate,
             epochs=s.epochs,
+            min_steps=s.min_steps,
             batch_samples=s.batch_samples,
             max_len=s.max_len,
             load_4bit=s.load_4bit,
