@@ -189,3 +189,40 @@ def test_sampling_stops_once_the_action_is_complete_and_not_before(name: str, re
     cut = next(i for i in range(1, len(reply) + 1) if harness.action_complete(reply[:i]))
     assert cut == len(reply)
     assert harness.parse(reply) == harness.parse(reply + "\nand then some more words about it")
+
+
+def test_fenced_bash_primed_opens_only_the_first_reply_and_reads_done_in_a_block():
+    h = get_harness("fenced-bash-primed")
+    assert (
+        h.reply_prefix(0) == "```bash\n"
+        and h.reply_prefix(1) == ""
+        and get_harness("fenced-bash-plain").reply_prefix(0) == ""
+    )
+    # The model continues the prefix; the reply it is parsed as is the prefix plus what it wrote.
+    assert h.parse(h.reply_prefix(0) + "cp /app/a /app/b\n```").commands[0].keystrokes == "cp /app/a /app/b"
+    assert not h.action_complete(h.reply_prefix(0) + "cp /app/a") and h.action_complete(h.reply_prefix(0) + "ls\n```")
+    assert h.parse("```bash\nDONE\n```").done and h.parse("DONE").done
+    assert "not closed" in h.parse(h.reply_prefix(0) + "ls /app").error
+
+
+def test_worked_examples_join_the_system_prompt_in_each_harness_format():
+    from engine.rollout.harnesses import WorkedExample
+
+    example = WorkedExample("Copy /app/a.txt to /app/b.txt.", (("cp /app/a.txt /app/b.txt", "Output: (nothing)"),))
+    plain = get_harness("fenced-bash-primed")
+    shown = plain.system_prompt_with((example,))
+    assert shown.startswith(plain.system_prompt()) and plain.system_prompt_with(()) == plain.system_prompt()
+    # The same layout as the built-in examples, the shown one last, nearest the task message.
+    assert shown.endswith(
+        "Task: Copy /app/a.txt to /app/b.txt.\n```bash\ncp /app/a.txt /app/b.txt\n```\nOutput: (nothing)\nDONE"
+    )
+    assert (
+        get_harness("xml-bash")
+        .system_prompt_with((example,))
+        .endswith("<bash>cp /app/a.txt /app/b.txt</bash>\n(output: Output: (nothing))\n<done/>")
+    )
+    long = WorkedExample("x", (("cat /app/big", "y" * 5000),))
+    assert (
+        len(get_harness("terminus-json").system_prompt_with((long,)))
+        < len(get_harness("terminus-json").system_prompt()) + 500
+    )

@@ -332,3 +332,26 @@ def test_a_task_too_long_for_the_context_is_an_infrastructure_error_beside_a_nor
     assert by_task["huge"].status == "infra_error" and by_task["huge"].failure_mode == "policy_error"
     assert "does not fit the model's context (2048 tokens)" in by_task["huge"].error
     assert by_task["count-lines"].scored
+
+
+def test_a_primed_reply_continues_the_harness_prefix_which_is_prompt_not_sample(policy, tmp_path: Path):
+    store = Store(tmp_path / "db.sqlite")
+    runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
+    harness = get_harness("fenced-bash-primed")
+
+    def agent() -> ModelAgent:
+        return ModelAgent(policy, harness, temperature=0.7, seed=5, max_turns=2, max_tokens_per_turn=48)
+
+    _, (result,) = runner.run(
+        [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
+    )
+    steps = store.runs.steps(result.episode_id)
+    ids, mask = store.runs.episode_tokens(result.episode_id)
+    prefix = policy.tokenize_text("```bash\n")
+    first = mask.index(1)
+    # The prefix sits between the prompt and the first sampled token, with mask 0 ...
+    assert ids[first - len(prefix) : first] == prefix and not any(mask[first - len(prefix) : first])
+    # ... the reply is the prefix plus what the model wrote, and only the written tokens are sampled.
+    assert steps[0].action_text.startswith("```bash\n")
+    assert [t for t, m in zip(ids, mask) if m] == [t for s in steps for t in s.token_ids]
+    assert policy.tokenize_text("```bash\n") == prefix and steps[0].prompt_tokens == first

@@ -74,6 +74,9 @@ class TransformersPolicy(LocalPolicy):
     def stop_ids(self) -> frozenset[int]:
         return self._stop_ids
 
+    def tokenize_text(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
     def tokenize_chat(
         self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
     ) -> list[int]:

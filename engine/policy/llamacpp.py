@@ -81,6 +81,9 @@ class GgufChat(LocalPolicy):
         text = self.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
         return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
+    def tokenize_text(self, text: str) -> list[int]:
+        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
     @property
     def stop_ids(self) -> frozenset[int]:
         return frozenset(self._stop_ids)

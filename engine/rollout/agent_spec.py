@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from engine.rollout.agents import Agent, CommandsAgent, NopAgent, OracleAgent
+from engine.rollout.harnesses.base import WorkedExample
 
 AgentKind = Literal["oracle", "nop", "commands", "model"]
 
@@ -25,6 +26,7 @@ class AgentSpec:
     seed: int = 0
     max_turns: int = 20
     guidance: str | None = None  # an RSR runbook shown to the model
+    examples: tuple[WorkedExample, ...] = ()  # worked examples added to the system prompt (RSR explore)
     commands: tuple[str, ...] = ()  # kind "commands"
 
     def build(self, policy=None) -> Agent:
@@ -47,6 +49,7 @@ class AgentSpec:
             seed=self.seed,
             max_turns=self.max_turns,
             guidance=self.guidance,
+            examples=self.examples,
         )
 
 

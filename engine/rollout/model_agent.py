@@ -13,7 +13,7 @@ from engine.policy.base import PolicyError
 from engine.results import AgentStep
 from engine.rollout.agents import AgentRun, StepListener
 from engine.rollout.harnesses import Harness, StepResult
-from engine.rollout.harnesses.base import MAX_COMMAND_SECONDS, Turn
+from engine.rollout.harnesses.base import MAX_COMMAND_SECONDS, Turn, WorkedExample
 from engine.rollout.token_buffer import TokenBuffer, check_prefix_preserving
 from engine.tasks import Task
 from sandboxes import Sandbox
@@ -48,6 +48,7 @@ class ModelAgent:
         max_tokens_per_turn: int = 512,
         token_budget: int = 16384,
         guidance: str | None = None,
+        examples: tuple[WorkedExample, ...] = (),
     ) -> None:
         self.policy = policy
         self.harness = harness
@@ -57,6 +58,9 @@ class ModelAgent:
         self.max_tokens_per_turn = max_tokens_per_turn
         self.token_budget = token_budget
         self.guidance = guidance  # a runbook shown with the task (RSR replays)
+        # Worked examples added to the system prompt (RSR explores with its own successes on
+        # similar tasks); an SFT sample is rebuilt with the harness's own prompt, without them.
+        self.examples = tuple(examples)
         # Told about each finished turn (the episode loop turns it into an AgentStepTaken event).
         self.on_step: StepListener | None = None
 
@@ -77,7 +81,7 @@ class ModelAgent:
         if buffered:
             check_prefix_preserving(self.policy, tools)
         messages = [
-            {"role": "system", "content": self.harness.system_prompt()},
+            {"role": "system", "content": self.harness.system_prompt_with(self.examples)},
             {
                 "role": "user",
                 "content": with_guidance(
@@ -96,6 +100,10 @@ class ModelAgent:
             if left <= 0:
                 run.timed_out, run.stop_reason = True, "agent_timeout"
                 break
+            # The harness may open the reply itself (e.g. with "```bash\n"); the model continues it.
+            prefix = self.harness.reply_prefix(turn) if buffered else ""
+            if prefix:
+                buf.add_prefix(self.policy.tokenize_text(prefix))
             room = self.token_budget - (len(buf.ids) if buffered else used)
             if room <= 0:
                 run.stop_reason = "token_budget"
@@ -104,7 +112,11 @@ class ModelAgent:
             seed = None if self.seed is None else self.seed * 1000 + turn
             max_tokens = min(self.max_tokens_per_turn, room)
             # Sampling stops where the harness's action ends: tokens after it would never be read.
-            stop = {"stop_at": self.harness.action_complete} if getattr(self.policy, "supports_stop_at", False) else {}
+            stop = (
+                {"stop_at": lambda text, opened=prefix: self.harness.action_complete(opened + text)}
+                if getattr(self.policy, "supports_stop_at", False)
+                else {}
+            )
             if buffered:
                 gen = self.policy.generate_ids(
                     buf.ids, max_tokens=max_tokens, temperature=self.temperature, seed=seed, **stop
@@ -125,7 +137,8 @@ class ModelAgent:
                 run.stop_reason = "context_full"
                 break
             buf.add_sampled(gen.token_ids)
-            action = self.harness.parse(gen.text, gen.tool_calls)
+            reply = prefix + gen.text
+            action = self.harness.parse(reply, gen.tool_calls)
             results: list[StepResult] = []
             for cmd in action.commands:
                 left = deadline - time.monotonic()
@@ -140,7 +153,7 @@ class ModelAgent:
                 exit_code=results[-1].exit_code if results else None,
                 timed_out=any(r.timed_out for r in results),
                 duration_s=time.monotonic() - t0,
-                action_text=gen.text,
+                action_text=reply,
                 token_ids=gen.token_ids,
                 logprobs=gen.logprobs,
                 prompt_tokens=gen.prompt_tokens,
@@ -153,7 +166,7 @@ class ModelAgent:
             if action.done and not action.error:
                 run.stop_reason = "done"
                 break
-            messages.append({"role": "assistant", "content": gen.text})
+            messages.append({"role": "assistant", "content": reply})
             if buffered:
                 buf.add_observation(
                     self.policy, messages, observation, sampled_stopped=gen.finish_reason == "stop", tools=tools

@@ -23,6 +23,10 @@ class ChatTokenizer(Protocol):
     @property
     def stop_ids(self) -> frozenset[int]: ...
 
+    def tokenize_text(self, text: str) -> list[int]:
+        """Plain text (no chat template, no special tokens) as token ids: a reply prefix."""
+        ...
+
 
 def check_prefix_preserving(tok: ChatTokenizer, tools: list[dict] | None = None) -> None:
     convo = [
@@ -53,6 +57,11 @@ class TokenBuffer:
     def add_sampled(self, ids: tuple[int, ...] | list[int]) -> None:
         self.ids.extend(ids)
         self.mask.extend([1] * len(ids))
+
+    def add_prefix(self, ids: list[int]) -> None:
+        """A reply prefix the harness wrote (Harness.reply_prefix): prompt, not sampled (mask 0)."""
+        self.ids.extend(ids)
+        self.mask.extend([0] * len(ids))
 
     def add_observation(
         self,

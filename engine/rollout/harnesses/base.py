@@ -33,6 +33,16 @@ class StepResult:
     timed_out: bool
 
 
+@dataclass(frozen=True)
+class WorkedExample:
+    """A task solved before and how: shown to the model in its system prompt as one more worked
+    example (RSR explores with its own verified successes on similar tasks: engine/rsr/examples.py).
+    `steps` are (command, observation as the model saw it) in order."""
+
+    instruction: str
+    steps: tuple[tuple[str, str], ...]
+
+
 @dataclass
 class Turn:
     """What a harness needs to render the next observation."""
@@ -53,6 +63,15 @@ def truncate_middle(text: str, cap: int) -> str:
     return f"{head}\n[... {len(data) - 2 * half} bytes truncated ...]\n{tail}"
 
 
+EXAMPLE_OUTPUT_CAP = 300
+
+
+def short_output(observation: str) -> str:
+    """An example's observation, kept short: examples are there for their commands."""
+    text = observation.strip() or "(nothing)"
+    return text if len(text) <= EXAMPLE_OUTPUT_CAP else text[:EXAMPLE_OUTPUT_CAP] + " [...]"
+
+
 class Harness(ABC):
     name: str = ""
     # Chat-template tools (OpenAI schema) for harnesses that use native tool calling.
@@ -68,6 +87,20 @@ class Harness(ABC):
         """The system prompt without worked examples (for harnesses that show some): what an RSR
         sample carries with `[rsr] sample_prompt = "bare"`, so the trained model acts without them."""
         return self.system_prompt()
+
+    def system_prompt_with(self, examples: tuple[WorkedExample, ...] | list[WorkedExample] = ()) -> str:
+        """The system prompt with `examples` after the harness's own, each in the harness's format."""
+        if not examples:
+            return self.system_prompt()
+        return self.system_prompt() + "\n\n" + "\n\n".join(self.render_example(e) for e in examples)
+
+    def render_example(self, example: WorkedExample) -> str:
+        """One worked example, as this harness shows examples (a neutral layout by default)."""
+        lines = [f"Example task: {example.instruction.strip()}"]
+        for command, observation in example.steps:
+            lines += [f"Command: {command}", f"Output: {short_output(observation)}"]
+        lines.append("Then the task was complete.")
+        return "\n".join(lines)
 
     def first_message(self, instruction: str, time_left_s: float) -> str:
         return f"Task:\n{instruction.strip()}\n\nYou have {time_left_s:.0f} seconds. The working directory is /app."
@@ -89,6 +122,14 @@ class Harness(ABC):
         return "\n\n".join(parts)
 
     def format_reminder(self) -> str:
+        return ""
+
+    def reply_prefix(self, turn: int) -> str:
+        """Text the harness writes at the start of the model's reply on `turn` (0-based), which the
+        model continues: the opening of the action format ("```bash\n"), so that a model that
+        drifts into prose or another language by habit starts from a command. It is part of the
+        prompt (loss mask 0), never of what the model sampled. "" (no prefix) unless a harness
+        says otherwise; only policies with a local token buffer are primed."""
         return ""
 
     def action_complete(self, text: str) -> bool:

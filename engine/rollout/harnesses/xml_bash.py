@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from engine.rollout.harnesses.base import Action, Command, Harness
+from engine.rollout.harnesses.base import Action, Command, Harness, WorkedExample, short_output
 
 _BASH = re.compile(r"<bash>(.*?)</bash>", re.DOTALL)
 _DONE = re.compile(r"<done\s*/>|<done>\s*</done>")
@@ -23,6 +23,12 @@ class XmlBash(Harness):
 
     def format_reminder(self) -> str:
         return "Write one command as <bash>...</bash>, or <done/> when the task is complete."
+
+    def render_example(self, example: WorkedExample) -> str:
+        lines = [f"Task: {example.instruction.strip()}"]
+        for command, observation in example.steps:
+            lines += [f"<bash>{command}</bash>", f"(output: {short_output(observation)})"]
+        return "\n".join([*lines, "<done/>"])
 
     def action_complete(self, text: str) -> bool:
         """A closed <bash> block (one command per turn, as the prompt asks), or <done/>."""
