@@ -69,6 +69,9 @@ class RsrConfig(_Section):
     attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness, at most")
     min_attempts: int = Field(2, ge=1, le=64, description="attempts every task and harness gets before any stops")
     target_successes: int = Field(2, ge=1, le=64, description="a task stops exploring once it has this many")
+    # After the unaided minimum, attempts are shown up to this many of the round's verified
+    # successes on the most similar other tasks as worked examples (0: never).
+    examples: int = Field(2, ge=0, le=8)
     # The formats the bundled model writes by habit (docs/results.md measures them on the curriculum).
     harnesses: list[str] = Field(default_factory=lambda: ["fenced-bash-plain", "fenced-bash"], min_length=1)
     # Run one nop episode per task first: partial credit no higher than doing nothing earns is no
@@ -288,6 +291,7 @@ approval = "auto"          # auto: approve what both reviews pass; manual: a per
 attempts = 4               # explore attempts per task and harness, at most
 min_attempts = 2           # every task and harness gets this many before any stops
 target_successes = 2       # a task stops exploring once this many attempts passed every check
+examples = 2               # later attempts see this many of the round's successes on similar tasks (0: none)
 harnesses = ["fenced-bash-plain", "fenced-bash"]
 nop_floor = true           # more attempts only for partial credit above what a nop episode earns
 split = "train"

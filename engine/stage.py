@@ -21,7 +21,7 @@ from engine.config import Config
 from engine.events import EventBus
 from engine.results import EpisodeResult
 from engine.rollout.agent_spec import AgentSpec, SpecAgentFactory
-from engine.rollout.harnesses import get_harness
+from engine.rollout.harnesses import WorkedExample, get_harness
 from engine.rollout.runner import EpisodeExecutor, EpisodeJob, EpisodeRunner
 from engine.store import Store
 from engine.store.records import JobRecord
@@ -98,7 +98,15 @@ class KeyedStage:
 
     @staticmethod
     def agent_factory(
-        model: str, policy, harness: str, *, temperature: float, seed: int, max_turns: int, guidance: str | None = None
+        model: str,
+        policy,
+        harness: str,
+        *,
+        temperature: float,
+        seed: int,
+        max_turns: int,
+        guidance: str | None = None,
+        examples: tuple[WorkedExample, ...] = (),
     ) -> SpecAgentFactory:
         """Model agents of `policy` (loaded from the spec `model`); the factory carries the spec,
         so a cluster worker can build the same agent on its own replica."""
@@ -111,6 +119,7 @@ class KeyedStage:
             seed=seed,
             max_turns=max_turns,
             guidance=guidance,
+            examples=tuple(examples),
         )
         return SpecAgentFactory(spec, policy)
 

@@ -46,6 +46,9 @@ class ScriptedModel(LocalPolicy):
     def tokenize_chat(self, messages, *, add_generation_prompt, tools=None):
         return self.real.tokenize_chat(messages, add_generation_prompt=add_generation_prompt, tools=tools)
 
+    def tokenize_text(self, text):
+        return self.real.tokenize_text(text)
+
     def generate(self, messages, *, max_tokens, temperature, seed=None, tools=None):
         system, user = messages[0]["content"], messages[1]["content"]
         if system == PLANNER_SYSTEM:
@@ -219,3 +222,59 @@ def test_an_explore_command_that_equals_the_reference_solution_is_not_a_leak(tmp
     assert "echo hello > /app/out.txt" in solve  # the reference solution is exactly the model's command
     report = rnd.run()
     assert (report.successes, report.replays, report.samples) == (2, 0, 2)
+
+
+class LearnsFromExamples(ScriptedModel):
+    """Primed replies (fenced-bash-primed opens them with the fence): solves hello-a on its own, and
+    hello-b only when its prompt shows a worked example of another task."""
+
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        seen = self.real._llm.detokenize(list(prompt)).decode(errors="ignore")  # noqa: SLF001
+        example = "Task: Write hello to /app/out.txt.\n```bash\necho hello > /app/out.txt\n```"
+        solves = "(leaky variant)" not in seen or example in seen
+        text = ("echo hello > /app/out.txt" if solves else "echo nope > /app/out.txt") + "\n```"
+        ids = self.real._llm.tokenize(text.encode(), add_bos=False, special=False) + [min(self.stop_ids)]  # noqa: SLF001
+        return Generation(text, tuple(ids), tuple([-0.1] * len(ids)), len(prompt), "stop")
+
+
+def test_explore_shows_its_own_successes_as_worked_examples_and_trains_without_them(tmp_path, real_policy):
+    from engine.rollout.harnesses import get_harness
+
+    rnd = make_round(tmp_path, real_policy)
+    rnd._policy = LearnsFromExamples(real_policy, lambda user: runbook(user + " leaky"))  # noqa: SLF001 - no replays
+    rnd.settings = rnd.settings.model_copy(
+        update={
+            "harnesses": ["fenced-bash-primed"],
+            "max_turns": 1,
+            "attempts": 3,
+            "min_attempts": 1,
+            "target_successes": 1,
+            "examples": 1,
+        }
+    )
+    report = rnd.run()
+    store = rnd.store
+    outcomes = {k: ok for k, (_, ok) in store.rsr.jobs(1, "explore").items()}
+    # hello-b failed unaided; its next attempt was shown hello-a's success and passed.
+    assert outcomes == {
+        "hello-a|fenced-bash-primed|0": True,
+        "hello-b|fenced-bash-primed|0": False,
+        "hello-b|fenced-bash-primed|1|aided": True,
+    }
+    episode = store.rsr.jobs(1, "explore")["hello-b|fenced-bash-primed|1|aided"][0]
+    shown = store.runs.episode_model(episode).messages[0]["content"]
+    harness = get_harness("fenced-bash-primed")
+    assert shown != harness.system_prompt() and "echo hello > /app/out.txt" in shown
+    # The pass estimate counts only unaided attempts: hello-b is still 0 of 1 for this model.
+    estimates = rnd.pass_estimates(rnd._tasks())  # noqa: SLF001
+    assert (estimates["hello-b"].attempts, estimates["hello-b"].successes) == (1, 0)
+    round_, attempts = store.rsr.latest_explore_outcomes()["hello-b"]
+    assert round_ == 1 and [ok for ok, _ in attempts] == [False]
+    # Both successes are samples; hello-b's carries the harness's own prompt, not the example,
+    # and the fence the harness opened its reply with is prompt (mask 0), not a trained token.
+    assert report.samples == 2
+    b = next(x for x in store.rsr.samples(1) if x.provenance.task == "hello-b")
+    text = real_policy._llm.detokenize(list(b.ids)).decode()  # noqa: SLF001
+    assert text.count("echo hello > /app/out.txt") == 1 and harness.system_prompt() in text
+    trained = real_policy._llm.detokenize([t for t, m in zip(b.ids, b.mask) if m]).decode()  # noqa: SLF001
+    assert trained.startswith("echo hello") and "```bash" not in trained

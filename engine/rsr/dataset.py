@@ -8,6 +8,8 @@ The loss mask is 1 on exactly those sampled ids and 0 on everything else.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from engine.results import AgentStep
 from engine.rollout.model_agent import without_guidance
 from engine.rollout.token_buffer import ChatTokenizer, TokenBuffer
@@ -22,9 +24,12 @@ def build_sample(
     runbook: str | None,
     provenance: Provenance,
     tools: list[dict] | None = None,
+    reply_prefix: Callable[[int], str] | None = None,
 ) -> Sample:
     """`opening` is the episode's system and user messages as sent; for a replay the user one ends
-    with `runbook`, which is removed (an explore episode saw none: `runbook` None)."""
+    with `runbook`, which is removed (an explore episode saw none: `runbook` None).
+    `reply_prefix` is the episode's harness's (Harness.reply_prefix): the text it opened replies
+    with goes back in front of each action, as the model saw it, with mask 0."""
     if not steps or any(not s.token_ids for s in steps):
         raise ValueError("a sample needs steps with their sampled token ids (a local policy's episode)")
     messages = [dict(m) for m in opening]
@@ -32,6 +37,9 @@ def build_sample(
         messages[-1]["content"] = without_guidance(messages[-1]["content"], runbook)
     buf = TokenBuffer.start(tok, messages, tools)
     for i, step in enumerate(steps):
+        prefix = reply_prefix(i) if reply_prefix is not None else ""
+        if prefix:
+            buf.add_prefix(tok.tokenize_text(prefix))
         buf.add_sampled(step.token_ids)
         if i == len(steps) - 1:
             break
@@ -42,13 +50,16 @@ def build_sample(
 
 
 def sample_opening(opening: list[dict], harness: str, prompt: str) -> list[dict]:
-    """The system and user messages a sample starts with: as the replay ran (`prompt` "as-run"),
-    or with the harness's system prompt without its worked examples ("bare")."""
+    """The system and user messages a sample starts with. The system prompt is the harness's own
+    (`prompt` "as-run"), without any worked examples the episode was shown (RSR explore shows the
+    round's successes on similar tasks: the trained model must act without them); or the
+    harness's prompt without its built-in examples too ("bare")."""
     from engine.rollout.harnesses import get_harness
 
     messages = [dict(m) for m in opening]
-    if prompt == "bare" and messages and messages[0].get("role") == "system":
-        messages[0]["content"] = get_harness(harness).bare_system_prompt()
+    if messages and messages[0].get("role") == "system":
+        h = get_harness(harness)
+        messages[0]["content"] = h.bare_system_prompt() if prompt == "bare" else h.system_prompt()
     return messages
 
 

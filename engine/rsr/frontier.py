@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import RsrConfig
+from engine.store.rsr import AIDED
 
 Attempt = tuple[bool, float]  # (passed every check, reward)
 
@@ -34,13 +35,33 @@ class PassEstimate:
         return (self.successes + 1) / (self.attempts + 2)
 
 
-def wants_attempt(tried: list[Attempt], settings: RsrConfig, floor: float = 0.0) -> bool:
-    """Another attempt for a (task, harness) pair? Every pair gets `min_attempts`; then only pairs
-    that showed they can get somewhere (a success, or partial credit above `floor`, what doing
-    nothing earns on the task) continue, until `target_successes` or `attempts`."""
+def wants_attempt(tried: list[Attempt], settings: RsrConfig, floor: float = 0.0, examples: bool = False) -> bool:
+    """Another attempt for a (task, harness) pair? Every pair gets `min_attempts`; then pairs that
+    can be shown worked examples (verified successes on similar tasks: `examples`) continue, and
+    so do pairs that showed they can get somewhere (a success, or partial credit above `floor`,
+    what doing nothing earns on the task), until `target_successes` or `attempts`."""
     successes = sum(ok for ok, _ in tried)
     if len(tried) >= settings.attempts or successes >= settings.target_successes:
         return False
-    if len(tried) < settings.min_attempts:
+    if len(tried) < settings.min_attempts or examples:
         return True
     return successes > 0 or any(reward > floor + 1e-9 for _, reward in tried)
+
+
+@dataclass(frozen=True)
+class ExploreKey:
+    """An explore job's key: `task|harness|attempt`, and `|aided` when the attempt was shown worked
+    examples. Aided attempts find successes to train on; only unaided ones estimate the pass rate."""
+
+    task: str
+    harness: str
+    attempt: int
+    aided: bool = False
+
+    @classmethod
+    def parse(cls, key: str) -> ExploreKey:
+        task, harness, attempt, *rest = key.split("|")
+        return cls(task, harness, int(attempt), rest == [AIDED])
+
+    def __str__(self) -> str:
+        return f"{self.task}|{self.harness}|{self.attempt}" + (f"|{AIDED}" if self.aided else "")

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from engine.config import RsrConfig
 from engine.events import RsrProgress, RunbookDrafted, TrainingStep
 from engine.policy.spec import served_spec, trainable_weights
-from engine.rollout.harnesses import HARNESSES, get_harness
+from engine.rollout.harnesses import HARNESSES, WorkedExample, get_harness
 from engine.rollout.runner import EpisodeJob
 from engine.rsr.dataset import balance, build_sample, family_of, sample_opening
-from engine.rsr.frontier import PassEstimate, wants_attempt
+from engine.rsr.examples import ExampleIndex
+from engine.rsr.frontier import ExploreKey, PassEstimate, wants_attempt
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.planner import draft_runbook, trajectory_text
 from engine.rsr.report import RoundReport, funnel, funnel_notes
@@ -149,36 +151,72 @@ class RsrRound(KeyedStage):
     def explore(self, tasks: dict[str, Task]) -> None:
         """Explore in waves, spending attempts where they can still find a verified success.
 
-        Every task and harness gets `min_attempts`. After that, a wave gives one more attempt to
-        each pair that has neither reached `target_successes` nor `attempts`, and still shows it
-        can get somewhere (a success or partial credit); a pair with nothing at all after its
-        minimum stops. The schedule is a function of the stored outcomes, so a resumed round plans
-        the same waves."""
+        Every task and harness gets `min_attempts` unaided attempts: they estimate the model's
+        pass rate. After that, a wave gives one more attempt to each pair that has neither reached
+        `target_successes` nor `attempts`, shown up to `examples` of the round's verified successes
+        on the most similar other tasks (engine/rsr/examples.py); without any, a pair continues
+        only if it showed it can get somewhere (a success, or partial credit above the nop floor).
+        The schedule is a function of the stored outcomes, so a resumed round plans from what is
+        stored."""
         settings = self.settings
         floors = self.nop_floors(tasks)
+        index = ExampleIndex({name: task.instruction for name, task in tasks.items()})
         wave = 0
         while True:
             done = self.store.rsr.jobs(self.round, "explore")
             outcomes = self._explore_outcomes(done)
-            jobs = []
+            pool = self.example_pool(tasks, done) if settings.examples else {}
+            jobs, aided = [], 0
             for name, task in tasks.items():
+                shown = index.nearest(name, pool, settings.examples) if pool else ()
                 for h_index, harness in enumerate(settings.harnesses):
                     tried = outcomes.get((name, harness), [])
-                    if not wants_attempt(tried, settings, floors.get(name, 0.0)):
+                    if not wants_attempt(tried, settings, floors.get(name, 0.0), examples=bool(shown)):
                         continue
-                    attempt = len(tried)
-                    seed = round_seed(self.seed, self.round, h_index * 131 + attempt)
-                    agent = self._agent_factory(harness, seed)
-                    jobs.append((f"{name}|{harness}|{attempt}", EpisodeJob(task, agent, attempt=attempt)))
+                    key = ExploreKey(name, harness, len(tried), len(tried) >= settings.min_attempts and bool(shown))
+                    seed = round_seed(self.seed, self.round, h_index * 131 + key.attempt)
+                    agent = self._agent_factory(harness, seed, examples=shown if key.aided else ())
+                    jobs.append((str(key), EpisodeJob(task, agent, attempt=key.attempt)))
+                    aided += key.aided
             if not jobs:
                 break
             wave += 1
-            self._progress("explore", f"wave {wave}: {len(done)} attempts stored, {len(jobs)} to run")
+            self._progress(
+                "explore",
+                f"wave {wave}: {len(done)} attempts stored, {len(jobs)} to run"
+                + (f" ({aided} shown worked examples from {len(pool)} solved task(s))" if aided else ""),
+            )
             self._run_jobs("explore", jobs)
         estimates = self.pass_estimates(tasks)
-        wins = sum(ok for _, ok in self.store.rsr.jobs(self.round, "explore").values())
+        done = self.store.rsr.jobs(self.round, "explore")
+        wins = sum(ok for _, ok in done.values())
+        wins_aided = sum(ok for key, (_, ok) in done.items() if ExploreKey.parse(key).aided)
+        solved = len({ExploreKey.parse(key).task for key, (_, ok) in done.items() if ok})
         frontier = sum(1 for e in estimates.values() if 0 < e.successes < e.attempts)
-        self._progress("explore", f"{wins} attempt(s) passed every check; {frontier} task(s) at the frontier")
+        self._progress(
+            "explore",
+            f"{wins} attempt(s) passed every check ({wins_aided} shown worked examples), on {solved} task(s); "
+            f"{frontier} task(s) at the frontier unaided",
+        )
+
+    def example_pool(self, tasks: dict[str, Task], done: dict[str, tuple[str, bool]]) -> dict[str, WorkedExample]:
+        """task -> its first verified explore success as a worked example: the commands of the
+        shortest prefix that passes when re-run in a fresh sandbox (keyed prefix jobs, which the
+        dataset stage reuses), with what the model saw after each. A success whose commands hold
+        a canary of its task is never shown."""
+        firsts: dict[str, tuple[str, str]] = {}
+        for key, (episode, ok) in sorted(done.items(), key=lambda kv: (ExploreKey.parse(kv[0]).attempt, kv[0])):
+            if ok:
+                firsts.setdefault(ExploreKey.parse(key).task, (key, episode))
+        steps = {key: self.store.runs.steps(episode) for key, episode in firsts.values()}
+        keep = self._verified_prefixes(tasks, steps) if self.settings.trim_to_verified_prefix else {}
+        pool = {}
+        for name, (key, _) in firsts.items():
+            kept = [s for s in steps[key][: keep.get(key, len(steps[key]))] if s.command]
+            text = "\n".join(s.command for s in kept)
+            if kept and not any(c in text for c in protected_for(tasks[name].path).canaries):
+                pool[name] = WorkedExample(tasks[name].instruction, tuple((s.command, s.output) for s in kept))
+        return pool
 
     def nop_floors(self, tasks: dict[str, Task]) -> dict[str, float]:
         """What doing nothing earns on each task (a nop episode's reward; checks such as "the input
@@ -199,22 +237,30 @@ class RsrRound(KeyedStage):
         return {name: rewards[episode] for name, (episode, _) in done.items() if episode in rewards}
 
     def _explore_outcomes(self, done: dict[str, tuple[str, bool]]) -> dict[tuple[str, str], list[tuple[bool, float]]]:
-        """(task, harness) -> (success, reward) of each stored attempt, in attempt order."""
-        outcomes: dict[tuple[str, str], list[tuple[int, bool, float]]] = {}
+        """(task, harness) -> (success, reward) of each stored attempt, aided or not, in attempt order."""
+        return {k: [(ok, r) for _, ok, r in v] for k, v in self._attempts(done).items()}
+
+    def _attempts(
+        self, done: dict[str, tuple[str, bool]]
+    ) -> dict[tuple[str, str], list[tuple[ExploreKey, bool, float]]]:
+        found: dict[tuple[str, str], list[tuple[ExploreKey, bool, float]]] = {}
         rewards = {e.id: e.reward or 0.0 for e in self.store.runs.episodes_by_id([ep for ep, _ in done.values()])}
         for key, (episode_id, ok) in done.items():
-            name, harness, attempt = key.split("|")
-            outcomes.setdefault((name, harness), []).append((int(attempt), ok, rewards.get(episode_id, 0.0)))
-        return {k: [(ok, r) for _, ok, r in sorted(v)] for k, v in outcomes.items()}
+            k = ExploreKey.parse(key)
+            found.setdefault((k.task, k.harness), []).append((k, ok, rewards.get(episode_id, 0.0)))
+        return {pair: sorted(v, key=lambda a: a[0].attempt) for pair, v in found.items()}
 
     def pass_estimates(self, tasks: dict[str, Task]) -> dict[str, PassEstimate]:
-        """Each task's pass rate for this round's model, from its explore attempts (all harnesses)."""
+        """Each task's pass rate for this round's model, from its unaided explore attempts (all
+        harnesses): an attempt shown worked examples measures the examples as much as the model."""
         per_task: dict[str, list[tuple[bool, float]]] = {name: [] for name in tasks}
-        for (name, _), tried in self._explore_outcomes(self.store.rsr.jobs(self.round, "explore")).items():
-            per_task.setdefault(name, []).extend(tried)
+        for (name, _), tried in self._attempts(self.store.rsr.jobs(self.round, "explore")).items():
+            per_task.setdefault(name, []).extend((ok, r) for k, ok, r in tried if not k.aided)
         return {name: PassEstimate.of(tried) for name, tried in per_task.items()}
 
-    def _agent_factory(self, harness: str, seed: int, guidance: str | None = None):
+    def _agent_factory(
+        self, harness: str, seed: int, guidance: str | None = None, examples: tuple[WorkedExample, ...] = ()
+    ):
         return self.agent_factory(
             self.model,
             self.policy,
@@ -223,51 +269,67 @@ class RsrRound(KeyedStage):
             seed=seed,
             max_turns=self.settings.max_turns,
             guidance=guidance,
+            examples=examples,
         )
 
     def write_runbooks(self, tasks: dict[str, Task]) -> None:
+        """A runbook for each explore success, up to `runbooks_per_task`, drafted from the commands
+        it needed (its shortest verified prefix) and reviewed; drafts are written concurrently
+        (the policy batches their generations) and stored as each one is done."""
         successes = sorted((key, ep) for key, (ep, ok) in self.store.rsr.jobs(self.round, "explore").items() if ok)
         stored = self.store.runbooks.list(round=self.round)
         existing = {rb.source_episode_id for rb in stored}
         per_task: dict[str, int] = {}
         for rb in stored:
             per_task[rb.task] = per_task.get(rb.task, 0) + 1
-        planner = reviewer = None
-        for key, episode_id in successes:
-            if self.should_stop():
-                raise InterruptedError(f"RSR round {self.round} stopped while writing runbooks")
-            name, harness, _ = key.split("|")
+        todo = []
+        for index, (key, episode_id) in enumerate(successes):
+            name = ExploreKey.parse(key).task
             if episode_id in existing or per_task.get(name, 0) >= self.settings.runbooks_per_task:
                 continue
-            planner = planner or self._helper(self.settings.planner)
-            reviewer = reviewer or self._helper(self.settings.reviewer)
-            task = tasks[name]
-            steps = self.store.runs.steps(episode_id)
-            draft = draft_runbook(
-                planner,
-                task.instruction,
-                steps,
-                seed=self.seed + len(existing),
-                template_fallback=self.settings.template_fallback,
-            )
-            verifier_output = self.store.runs.verifier_output(episode_id)
-            allowed = task.instruction + "\n" + trajectory_text(steps)
-            leak = scan(draft.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
-            verdict, raw = review_runbook(
-                reviewer, task.instruction, draft.text, seed=self.seed, unparseable=self.settings.reviewer_unparseable
-            )
-            if self.settings.approval == "manual":
-                status, by = "pending", ""
-            else:
-                status, by = ("approved" if verdict.approve and not leak.leaked else "rejected"), "auto"
-            runbook_id = self.store.runbooks.add(
-                RunbookDraft(name, self.round, episode_id, draft.text, harness, leak, verdict, draft.author, raw),
-                status=status,
-                decided_by=by,
-            )
-            existing.add(episode_id)
             per_task[name] = per_task.get(name, 0) + 1
-            self.bus.emit(RunbookDrafted(self.round, runbook_id, name, status))
+            todo.append((index, key, episode_id))
+        if todo:
+            steps = {key: self.store.runs.steps(episode_id) for _, key, episode_id in todo}
+            keep = self._verified_prefixes(tasks, steps) if self.settings.trim_to_verified_prefix else {}
+            planner = self._helper(self.settings.planner)
+            reviewer = self._helper(self.settings.reviewer)
+
+            def draft(index: int, key: str, episode_id: str) -> RunbookDraft:
+                k = ExploreKey.parse(key)
+                task, kept = tasks[k.task], steps[key][: keep.get(key, len(steps[key]))]
+                seed = round_seed(self.seed, self.round, 50_000 + index)
+                text = draft_runbook(
+                    planner, task.instruction, kept, seed=seed, template_fallback=self.settings.template_fallback
+                )
+                allowed = task.instruction + "\n" + trajectory_text(kept)
+                verifier_output = self.store.runs.verifier_output(episode_id)
+                leak = scan(text.text, protected_for(task.path, verifier_output=verifier_output, allowed=allowed))
+                verdict, raw = review_runbook(
+                    reviewer, task.instruction, text.text, seed=seed, unparseable=self.settings.reviewer_unparseable
+                )
+                return RunbookDraft(
+                    k.task, self.round, episode_id, text.text, k.harness, leak, verdict, text.author, raw
+                )
+
+            self._progress("runbooks", f"drafting and reviewing {len(todo)} runbook(s)")
+            with ThreadPoolExecutor(max_workers=max(1, self.ctx.concurrency), thread_name_prefix="runbook") as pool:
+                futures = [pool.submit(draft, *item) for item in todo]
+                try:
+                    for future in as_completed(futures):
+                        rb = future.result()
+                        if self.settings.approval == "manual":
+                            status, by = "pending", ""
+                        else:
+                            approved = rb.verdict.approve and not rb.leak.leaked
+                            status, by = ("approved" if approved else "rejected"), "auto"
+                        runbook_id = self.store.runbooks.add(rb, status=status, decided_by=by)
+                        self.bus.emit(RunbookDrafted(self.round, runbook_id, rb.task, status))
+                        if self.should_stop():
+                            raise InterruptedError(f"RSR round {self.round} stopped while writing runbooks")
+                finally:
+                    for future in futures:
+                        future.cancel()
         counts = self._runbook_counts()
         self._progress("runbooks", ", ".join(f"{v} {k}" for k, v in counts.items()) or "no successes to distill")
 
@@ -329,6 +391,7 @@ class RsrRound(KeyedStage):
                     runbook=rb.text,
                     provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, episode_id, rb.id),
                     tools=get_harness(rb.harness).tools,
+                    reply_prefix=get_harness(rb.harness).reply_prefix,
                 )
             )
         replayed = {
@@ -357,13 +420,13 @@ class RsrRound(KeyedStage):
         successes = sorted(
             (key, episode)
             for key, (episode, ok) in self.store.rsr.jobs(self.round, "explore").items()
-            if ok and key.split("|")[0] not in replayed
+            if ok and ExploreKey.parse(key).task not in replayed
         )
         steps = {key: self.store.runs.steps(episode) for key, episode in successes}
         keep = self._verified_prefixes(tasks, steps) if self.settings.trim_to_verified_prefix else {}
         samples, rejected = [], 0
         for key, episode in successes:
-            name, harness, _ = key.split("|")
+            name, harness = ExploreKey.parse(key).task, ExploreKey.parse(key).harness
             task, kept = tasks[name], steps[key][: keep.get(key, len(steps[key]))]
             actions = "\n".join(s.action_text for s in kept)
             # The model typed these commands having seen no solution and no runbook: a command that
@@ -381,6 +444,7 @@ class RsrRound(KeyedStage):
                     runbook=None,
                     provenance=Provenance(name, harness, episode, episode, ""),
                     tools=get_harness(harness).tools,
+                    reply_prefix=get_harness(harness).reply_prefix,
                 )
             )
         return samples, rejected
@@ -400,7 +464,7 @@ class RsrRound(KeyedStage):
                         (
                             f"{key}|{k}",
                             EpisodeJob(
-                                tasks[key.split("|")[0]],
+                                tasks[ExploreKey.parse(key).task],
                                 SpecAgentFactory(AgentSpec("commands", commands=tuple(commands))),
                             ),
                         )

@@ -8,6 +8,10 @@ from engine.store.jobs import JobRepository
 from engine.store.records import Provenance, RsrRoundRecord, Sample
 from engine.store.schema import Database, now
 
+# The last field of an explore job's key when the attempt was shown worked examples
+# (engine/rsr/frontier.py: ExploreKey).
+AIDED = "aided"
+
 
 class RsrRepository:
     def __init__(self, database: Database, jobs: JobRepository) -> None:
@@ -43,13 +47,16 @@ class RsrRepository:
         return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(f"rsr/{round}/{stage}").items()}
 
     def latest_explore_outcomes(self) -> dict[str, tuple[int, list[tuple[bool, float]]]]:
-        """task -> (the newest RSR round that explored it, its (success, reward) per attempt there)."""
+        """task -> (the newest RSR round that explored it, its (success, reward) per unaided attempt
+        there: attempts shown worked examples (keys ending `|aided`) say nothing of the pass rate)."""
         rows = self._d.rows(
             "SELECT j.scope, j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
             "WHERE j.scope LIKE 'rsr/%/explore' ORDER BY j.rowid"
         )
         found: dict[str, tuple[int, list[tuple[bool, float]]]] = {}
         for r in rows:
+            if r["key"].endswith("|" + AIDED):
+                continue
             round_, task = int(r["scope"].split("/")[1]), r["key"].split("|")[0]
             newest, attempts = found.get(task, (round_, []))
             if round_ > newest:
