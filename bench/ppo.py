@@ -2,10 +2,12 @@
 
     python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
 
-Part 1, the update, two ways side by side: `anchor` is the update as it was before issue 14 (the
-training model recomputes the old log-probs, and the critic runs a separate no-grad forward for
-the old values); `current` is today's (the sampler's log-probs stand in after a one-episode
-probe, and one epoch over one minibatch takes the old values from the critic's training forward).
+Part 1, the update, side by side: `anchor` is the update as it was before issue 14 (the training
+model recomputes the old log-probs, and the critic runs a separate no-grad forward for the old
+values, in float32); `current` is today's (one epoch over one minibatch takes the old values
+from the critic's training forward and the old log-probs from the actor's, whose first episode
+is the probe that lets the sampler's stand in), once in float32 and once at `[rpr] precision =
+"auto"` (bf16 autocast where the hardware does bf16 natively: engine/training/precision.py).
 Each is one PPO update (ppo_epochs 1, one minibatch) of actor and critic on
 `--model` (default the bundled SmolLM2-135M; `hf:PATH` for another base, on CUDA when there is
 one) (LoRA rank 8 on all projections, fp32 weights unless --4bit, which loads
@@ -90,6 +92,7 @@ def worker(args) -> None:
     torch.manual_seed(0)
     release_freed_memory()
     anchor = args.path == "anchor"
+    precision = "auto" if args.path == "current-auto" else "fp32"
     settings = RprConfig(
         ppo_epochs=1,
         minibatch_episodes=args.episodes,
@@ -108,6 +111,7 @@ def worker(args) -> None:
         lora=LoraShape(),
         load_4bit=args.four_bit,
         temperature=0.8,
+        precision=precision,
     )
     vocab = ac.model.get_base_model().config.vocab_size
     rollouts = [with_sampler_logprobs(ac, synthetic(args.length, vocab, s)) for s in range(args.episodes)]
@@ -140,6 +144,7 @@ def worker(args) -> None:
                 "model": args.model,
                 "path": args.path,
                 "device": str(ac.device),
+                "dtype": ac.dtype,
                 "length": args.length,
                 "episodes": args.episodes,
                 "tokens": tokens,
@@ -201,7 +206,9 @@ def main() -> None:
     parser.add_argument("--kl-coef", type=float, default=0.05, help="[rpr] kl_coef (0: no reference pass)")
     parser.add_argument("--store", type=Path, default=None, help="a trsi-tui database with RPR rounds")
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--path", choices=["anchor", "current"], default="current", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--path", choices=["anchor", "current", "current-auto"], default="current", help=argparse.SUPPRESS
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ppo.json"))
     args = parser.parse_args()
@@ -209,7 +216,7 @@ def main() -> None:
         worker(args)
         return
     rows = []
-    for length, path in [(n, p) for n in args.lengths for p in ("anchor", "current")]:
+    for length, path in [(n, p) for n in args.lengths for p in ("anchor", "current", "current-auto")]:
         cmd = [
             sys.executable,
             __file__,
@@ -233,14 +240,15 @@ def main() -> None:
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     anchors = {r["length"]: r for r in rows if r["path"] == "anchor"}
     print(
-        "tokens/episode | path | episodes | joint update s | speed-up | critic-only s | forwards/episode | "
+        "tokens/episode | path | dtype | episodes | joint update s | speed-up | critic-only s | forwards/episode | "
         "joint tok/s | peak RSS MB | peak above model, MB per 1k tokens"
     )
     for r in rows:
         r["joint_speedup"] = round(anchors[r["length"]]["joint_update_s"] / r["joint_update_s"], 2)
         r["critic_speedup"] = round(anchors[r["length"]]["critic_update_s"] / r["critic_update_s"], 2)
         print(
-            f"{r['length']} | {r['path']} | {r['episodes']} | {r['joint_update_s']} | {r['joint_speedup']}x | "
+            f"{r['length']} | {r['path']} | {r['dtype']} | {r['episodes']} | {r['joint_update_s']} | "
+            f"{r['joint_speedup']}x | "
             f"{r['critic_update_s']} | {r['joint_forward_passes_per_episode']} | {r['joint_tokens_per_s']} | "
             f"{r['peak_rss_mb']} | {r['peak_above_model_mb_per_1k_tokens']}"
         )

@@ -8,6 +8,7 @@ sandboxes, verifier, store, transformers actor and critic, GGUF export.
 from __future__ import annotations
 
 import os
+import math
 import random
 from pathlib import Path
 
@@ -252,7 +253,7 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
     assert stats[-1].kl > 0.0 and stats[-1].optimizer_steps == 2
 
 
-def _tiny_actor_critic():
+def _tiny_actor_critic(precision: str = "fp32"):
     from engine.policy.spec import resolve_hf_base
     from engine.rpr.actor_critic import ActorCritic
     from engine.training.loader import LoraShape
@@ -269,7 +270,28 @@ def _tiny_actor_critic():
         lora=LoraShape(4, 8),
         load_4bit=False,
         temperature=1.0,
+        precision=precision,
     )
+
+
+def test_a_bf16_update_moves_the_adapters_as_the_fp32_one_does():
+    """bf16 autocast ([rpr] precision) computes the same update up to bf16 rounding."""
+    from engine.rpr.ppo import make_optimizers, ppo_update
+    from engine.training.precision import compute_dtype
+
+    moved = {}
+    for precision in ("fp32", "bf16"):
+        ac = _tiny_actor_critic(precision)
+        assert ac.dtype == precision and compute_dtype("fp32", ac.device) == "fp32"
+        start = [p.detach().clone() for p in ac.actor_parameters()]
+        rollouts = _random_rollouts(ac, sampler_shift=0.0)
+        s = settings(ppo_epochs=1, minibatch_episodes=4, actor_lr=1e-3, precision=precision)
+        optimizers, schedulers = make_optimizers(ac, s)
+        stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(0))
+        moved[precision] = torch.cat([(p.detach() - q).flatten() for p, q in zip(ac.actor_parameters(), start)])
+        assert math.isfinite(stats.value_loss) and math.isfinite(stats.policy_loss)
+    cosine = torch.nn.functional.cosine_similarity(moved["fp32"], moved["bf16"], dim=0)
+    assert moved["bf16"].abs().max() > 0 and cosine > 0.9
 
 
 def _random_rollouts(ac, *, sampler_shift: float | None):
@@ -308,11 +330,27 @@ def test_the_faster_update_takes_the_same_step_with_fewer_forward_passes():
         results[fast] = (stats, params)
     slow, fast = results[False][0], results[True][0]
     assert (slow.old_logprobs_from, fast.old_logprobs_from) == ("trainer", "sampler")
-    assert fast.forward_passes < slow.forward_passes - 1.5  # 5 -> 3.33 per episode (old, ref, critic x2)
+    # Per episode: old, reference, critic twice, actor -> reference, critic, actor (each once).
+    assert (slow.forward_passes, fast.forward_passes) == (5, 3)
     assert fast.policy_loss == pytest.approx(slow.policy_loss, abs=1e-6)
     assert fast.value_loss == pytest.approx(slow.value_loss, abs=1e-6)
     for a, b in zip(results[False][1], results[True][1]):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_a_critic_warm_up_update_runs_the_model_once_per_episode_and_leaves_the_actor():
+    from engine.rpr.ppo import make_optimizers, ppo_update
+
+    ac = _tiny_actor_critic()
+    rollouts = _random_rollouts(ac, sampler_shift=0.0)
+    s = settings(ppo_epochs=1, minibatch_episodes=4)
+    optimizers, schedulers = make_optimizers(ac, s)
+    actor_before = [p.detach().clone() for p in ac.actor_parameters()]
+    critic_before = [p.detach().clone() for p in ac.critic_parameters()]
+    stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=False, rng=random.Random(0))
+    assert stats.forward_passes == 1 and stats.optimizer_steps == 1  # the critic's training forward only
+    assert all(torch.equal(a, b) for a, b in zip(actor_before, ac.actor_parameters()))
+    assert any(not torch.equal(a, b) for a, b in zip(critic_before, ac.critic_parameters()))
 
 
 def test_sampler_log_probs_that_disagree_with_the_trainer_are_not_used_as_the_old_ones():
@@ -323,6 +361,6 @@ def test_sampler_log_probs_that_disagree_with_the_trainer_are_not_used_as_the_ol
     s = settings(ppo_epochs=1, minibatch_episodes=4, old_logprobs="sampler", sampler_tolerance=0.1)
     optimizers, schedulers = make_optimizers(ac, s)
     stats = ppo_update(ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(0))
-    assert stats.old_logprobs_from == "trainer"
+    assert stats.old_logprobs_from == "trainer" and stats.forward_passes == 3  # the probe was a training forward
     assert stats.sampler_ratio == pytest.approx(float(torch.exp(torch.tensor(-0.5))), rel=1e-3)
     assert stats.policy_loss == pytest.approx(0.0, abs=1e-6)  # ratio 1 against the recomputed old log-probs

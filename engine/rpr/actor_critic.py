@@ -26,6 +26,7 @@ import torch
 
 from engine.rpr.ppo_math import entropy_from_logits
 from engine.training.loader import LoraShape, load_base, training_device
+from engine.training.precision import Precision, autocast, compute_dtype
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
 
@@ -42,6 +43,7 @@ class ActorCritic:
         self.reference, self.temperature = reference, max(temperature, 1e-4)
         self.train_actor = True
         self.device = torch.device("cpu")
+        self.dtype = "fp32"  # "bf16": forward passes under bf16 autocast (engine/training/precision.py)
 
     # -- construction ------------------------------------------------------------------------
     @classmethod
@@ -57,6 +59,7 @@ class ActorCritic:
         lora: LoraShape,
         load_4bit: bool,
         temperature: float,
+        precision: Precision = "fp32",
     ) -> "ActorCritic":
         """`reference`: "stage-start" (the frozen `reference_adapter`, or the base when there is
         none: a fresh adapter equals the base) or "base"."""
@@ -84,6 +87,7 @@ class ActorCritic:
         head.requires_grad_(True)  # explicitly trainable: it is no part of any peft adapter
         ac = cls(model, head, reference=reference if REF in model.peft_config else "base", temperature=temperature)
         ac.device = device
+        ac.dtype = compute_dtype(precision, device)
         ac._activate(ACTOR)
         return ac
 
@@ -125,9 +129,10 @@ class ActorCritic:
 
         `input_ids` is [1, T]; `target_mask` is [1, T-1] (the action mask shifted by one).
         """
-        hidden = self._hidden(adapter, input_ids)
-        where = target_mask.bool().to(self.device)
-        logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
+        with autocast(self.dtype, self.device):
+            hidden = self._hidden(adapter, input_ids)
+            where = target_mask.bool().to(self.device)
+            logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
         logp = torch.log_softmax(logits, dim=-1)
         chosen = logp.gather(-1, input_ids.to(self.device)[:, 1:][where].unsqueeze(-1)).squeeze(-1)
         entropy = entropy_from_logits(logits) if with_entropy else torch.zeros_like(chosen)
@@ -138,8 +143,10 @@ class ActorCritic:
 
     def values(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
         """V(state before each action token), the critic's estimate of the episode's reward."""
-        hidden = self._hidden(CRITIC, input_ids)
-        return self.value_head(hidden[:, :-1][target_mask.bool().to(self.device)]).squeeze(-1).float().cpu()
+        with autocast(self.dtype, self.device):
+            hidden = self._hidden(CRITIC, input_ids)
+            values = self.value_head(hidden[:, :-1][target_mask.bool().to(self.device)])
+        return values.squeeze(-1).float().cpu()
 
     # -- saving --------------------------------------------------------------------------------
     def save(self, out: Path) -> None:

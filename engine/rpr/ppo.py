@@ -5,12 +5,14 @@
    if their mean |difference| from the sampler's is within `sampler_tolerance`, the sampler's
    stand for every episode (they are the behaviour policy, so the ratio also corrects the small
    sampler/trainer mismatch). Otherwise, or with `old_logprobs = "recompute"`, the training model
-   recomputes them all. The reference's log-probs are computed when the KL term needs them.
+   recomputes them all. The reference's log-probs are computed when the KL term needs them; a
+   frozen actor (critic warm-up) needs no old log-probs at all.
 2. The episode's success-first reward sits on its last action token (minus a per-token KL
    penalty when kl_mode = "reward"); GAE runs over action tokens only, from the critic's values.
-   When the update is one epoch over one minibatch, those values come from the critic's training
-   forward pass itself (its loss is unclipped there anyway, since the values are the old ones),
-   so the critic runs forward once per episode instead of twice; the result is the same update.
+   When the update is one epoch over one minibatch, nothing has moved when an episode first goes
+   through the model, so no forward pass runs only to look: the critic's training forward gives
+   the old values (its loss is unclipped there anyway), and the actor's gives the old log-probs,
+   its first episode serving as the probe. The result is the same update.
 3. `ppo_epochs` passes over shuffled minibatches of whole episodes: clipped policy loss (+ KL
    loss when kl_mode = "loss"), clipped value loss, aggregated over each minibatch as
    `loss_agg_mode` says (token-mean, or seq-mean-token-mean as in verl); backward
@@ -71,7 +73,7 @@ class _Prepared:
     rollout: Rollout
     ids: torch.Tensor
     target_mask: torch.Tensor
-    old_logprobs: torch.Tensor
+    old_logprobs: torch.Tensor | None  # None until the actor's training forward gives them (fused)
     ref_logprobs: torch.Tensor | None
     old_values: torch.Tensor | None = None  # None until the critic has run (fused: in training)
     advantages: torch.Tensor | None = None
@@ -136,6 +138,20 @@ def _old_logprobs(
     return old, check, "trainer", len(rollouts)
 
 
+def _old_from_training(
+    p: _Prepared, current: torch.Tensor, check: _SamplerCheck, source: str, rollouts: list[Rollout], settings: RprConfig
+) -> str:
+    """Sets `p.old_logprobs` from the actor's first training forward (the parameters have not moved
+    yet), exactly as `_old_logprobs` would: the first episode is the probe that decides whether the
+    sampler's log-probs stand in; every episode's agreement is recorded. Returns the source."""
+    agreement = check.add(current, p.rollout.sampler_logprobs) if _has_sampler_logprobs(p.rollout) else math.inf
+    if not source:
+        usable = settings.old_logprobs == "sampler" and all(_has_sampler_logprobs(r) for r in rollouts)
+        source = "sampler" if usable and agreement <= settings.sampler_tolerance else "trainer"
+    p.old_logprobs = torch.tensor(p.rollout.sampler_logprobs) if source == "sampler" else current
+    return source
+
+
 def _advantages(p: _Prepared, values: torch.Tensor, settings: RprConfig) -> None:
     ones = torch.ones(1, len(values))
     rewards = terminal_rewards(ones, torch.tensor([float(p.rollout.reward)]))[0]
@@ -156,14 +172,27 @@ def _whiten(prepared: list[_Prepared], settings: RprConfig) -> None:
 
 
 def _prepare(
-    ac: ActorCritic, rollouts: list[Rollout], settings: RprConfig, train_actor: bool, *, with_values: bool
+    ac: ActorCritic,
+    rollouts: list[Rollout],
+    settings: RprConfig,
+    train_actor: bool,
+    *,
+    with_values: bool,
+    old_in_training: bool,
 ) -> tuple[list[_Prepared], _SamplerCheck, str, int]:
+    """`old_in_training`: the old log-probs come from the actor's training forward (see ppo_update),
+    so none are computed here."""
     need_ref = settings.kl_coef > 0 and (train_actor or settings.kl_mode == "reward")
+    # A frozen actor's old log-probs are used only by a KL penalty in the reward.
+    need_old = (train_actor or (need_ref and settings.kl_mode == "reward")) and not old_in_training
     with torch.no_grad():
         inputs = [
             (torch.tensor([r.ids], dtype=torch.long), torch.tensor([r.mask[1:]], dtype=torch.long)) for r in rollouts
         ]
-        old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings)
+        if need_old:
+            old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings)
+        else:
+            old, check, source, passes = [None] * len(rollouts), _SamplerCheck([]), "", 0
         prepared = []
         for r, (ids, target_mask), old_lp in zip(rollouts, inputs, old):
             ref = ac.reference_logprobs(ids, target_mask) if need_ref else None
@@ -215,9 +244,15 @@ def ppo_update(
             time.monotonic() - started,
         )
     ac.train_actor = train_actor
-    # One epoch over one minibatch: the critic's training forward gives the old values too.
+    # One epoch over one minibatch: the parameters have not moved when each episode first goes
+    # through the model, so the critic's training forward gives the old values, and the actor's
+    # gives the old log-probs (or, when they agree with the sampler's, says so: the sampler's
+    # then stand in, as the probe decides below). No forward pass runs only to look.
     fused = fuse_critic and settings.ppo_epochs == 1 and len(usable) <= settings.minibatch_episodes
-    prepared, check, source, passes = _prepare(ac, usable, settings, train_actor, with_values=not fused)
+    old_in_training = fused and settings.kl_mode == "loss"
+    prepared, check, source, passes = _prepare(
+        ac, usable, settings, train_actor, with_values=not fused, old_in_training=old_in_training
+    )
 
     actor_opt, critic_opt = optimizers
     actor_sched, critic_sched = schedulers
@@ -260,6 +295,8 @@ def ppo_update(
                 ones = torch.ones(1, p.n_actions)
                 if train_actor:
                     fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
+                    if p.old_logprobs is None:
+                        source = _old_from_training(p, fwd.logprobs.detach(), check, source, usable, settings)
                     pl, clip_frac = policy_loss(
                         fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
                     )
@@ -296,7 +333,7 @@ def ppo_update(
         skipped_infra=skipped_infra,
         skipped_long=skipped_long,
         tokens=sum(len(p.rollout.ids) for p in prepared),
-        action_tokens=sum(len(p.old_logprobs) for p in prepared),
+        action_tokens=sum(p.n_actions for p in prepared),
         mean_reward=sum(p.rollout.reward for p in prepared) / len(prepared),
         success_rate=sum(p.rollout.success for p in prepared) / len(prepared),
         policy_loss=nan_unless_actor(mean["policy"]),
