@@ -41,7 +41,7 @@ class EvalRequest:
     split: str | None = None
     only: tuple[str, ...] = ()
     model: str | None = None
-    harness: str = "fenced-bash-plain"
+    harness: str = "fenced-bash-primed"
     backend: str | None = None
     concurrency: int | None = None
     seeds: int = 1
@@ -141,7 +141,7 @@ class Engine:
         attempts: int = 1,
         split: str | None = None,
         model: str | None = None,
-        harness: str = "fenced-bash-plain",
+        harness: str = "fenced-bash-primed",
         temperature: float = 0.7,
         seed: int = 0,
         seeds: int = 1,
@@ -182,7 +182,13 @@ class Engine:
 
             def factory(s: int, a: int):
                 return KeyedStage.agent_factory(
-                    model, policy, harness, temperature=temperature, seed=(seed + s) * 1000 + a, max_turns=max_turns
+                    model,
+                    policy,
+                    harness,
+                    temperature=temperature,
+                    seed=(seed + s) * 1000 + a,
+                    max_turns=max_turns,
+                    max_reply_tokens=self.config.policy.max_reply_tokens,
                 )
         else:
             make_agent(agent)  # fail fast on an unknown agent name

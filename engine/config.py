@@ -46,6 +46,9 @@ class PolicyConfig(_Section):
     # At most this many episodes decode in one batch; more episodes may run (their commands wait
     # in sandboxes), set by each command's concurrency.
     sequences: int = Field(8, ge=1, le=64)
+    # The most tokens one model reply may have (every model agent: eval, RSR, RPR). A reply that
+    # never closes its action runs to this limit, and on the CPU its tokens are most of the time.
+    max_reply_tokens: int = Field(512, ge=16, le=32768)
 
 
 class EvalConfig(_Section):
@@ -66,14 +69,14 @@ class SftSection(_Section):
 
 class RsrConfig(_Section):
     approval: Literal["auto", "manual"] = "auto"
-    attempts: int = Field(4, ge=1, le=64, description="explore attempts per task and harness, at most")
+    attempts: int = Field(6, ge=1, le=64, description="explore attempts per task and harness, at most")
     min_attempts: int = Field(2, ge=1, le=64, description="attempts every task and harness gets before any stops")
     target_successes: int = Field(2, ge=1, le=64, description="a task stops exploring once it has this many")
     # After the unaided minimum, attempts are shown up to this many of the round's verified
     # successes on the most similar other tasks as worked examples (0: never).
     examples: int = Field(2, ge=0, le=8)
     # The formats the bundled model writes by habit (docs/results.md measures them on the curriculum).
-    harnesses: list[str] = Field(default_factory=lambda: ["fenced-bash-plain", "fenced-bash"], min_length=1)
+    harnesses: list[str] = Field(default_factory=lambda: ["fenced-bash-primed"], min_length=1)
     # Run one nop episode per task first: partial credit no higher than doing nothing earns is no
     # reason to spend more explore attempts on a task.
     nop_floor: bool = True
@@ -85,6 +88,9 @@ class RsrConfig(_Section):
     # A reviewer too small to write a JSON verdict abstains: the deterministic checks decide.
     reviewer_unparseable: Literal["reject", "abstain"] = "abstain"
     template_fallback: bool = True
+    # Drafts the planner gets after its first fails the format check (a model too small to write
+    # runbooks spends decode time on every retry before the template stands in).
+    planner_retries: int = Field(2, ge=0, le=10)
     runbooks_per_task: int = Field(2, ge=1, le=64)
     replays: int = Field(1, ge=1, le=16, description="replays per approved runbook")
     # SFT trains on a balanced set: at most this many verified samples per task and per task
@@ -109,7 +115,7 @@ class RprConfig(_Section):
     critic_warmup_rounds: int = Field(4, ge=0, le=1000, description="critic-only rounds first, actor frozen")
     tasks_per_round: int = Field(4, ge=1, le=1000)
     episodes_per_task: int = Field(2, ge=1, le=64)
-    harness: str = "fenced-bash-plain"
+    harness: str = "fenced-bash-primed"
     split: str = "train"
     temperature: float = Field(0.8, gt=0.0, le=5.0)
     max_turns: int = Field(6, ge=1, le=200)
@@ -145,6 +151,9 @@ class RprConfig(_Section):
     rank: int = Field(8, ge=1, le=256, description="LoRA rank of a fresh actor or critic adapter")
     alpha: int = Field(16, ge=1)
     load_4bit: bool = True
+    # "auto": matrix products in bf16 (autocast; weights stay fp32) on a GPU or CPU that does bf16
+    # natively, else fp32; or force "fp32" / "bf16".
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
 
 
 class PipelineConfig(_Section):
@@ -154,7 +163,7 @@ class PipelineConfig(_Section):
     eval_split: str = "eval"
     eval_seeds: int = Field(3, ge=1, le=100)
     eval_tasks: int = Field(0, ge=0, description="evaluate on this many eval tasks (a seeded sample); 0 = all")
-    eval_harness: str = "fenced-bash-plain"
+    eval_harness: str = "fenced-bash-primed"
     eval_temperature: float = Field(0.7, ge=0.0, le=5.0)
     eval_max_turns: int = Field(6, ge=1, le=200)
     seed: int = Field(0, ge=0, le=99, description="training seed of a single-lineage run; also the eval sampling seed")
@@ -280,6 +289,7 @@ concurrency = 2
 [policy]
 llama_backend = "batched"  # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
 sequences = 8              # at most this many episodes decode in one batch
+max_reply_tokens = 512     # the most tokens one model reply may have
 
 [cluster]                  # where episodes run (docs/cluster.md)
 engine = "local"           # local (threads of this process) or ray (actors on a Ray cluster)
@@ -288,11 +298,11 @@ sandboxes_per_node = 0     # sandboxes a node runs at once; 0 = its CPU count
 
 [rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
 approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI
-attempts = 4               # explore attempts per task and harness, at most
+attempts = 6               # explore attempts per task and harness, at most
 min_attempts = 2           # every task and harness gets this many before any stops
 target_successes = 2       # a task stops exploring once this many attempts passed every check
 examples = 2               # later attempts see this many of the round's successes on similar tasks (0: none)
-harnesses = ["fenced-bash-plain", "fenced-bash"]
+harnesses = ["fenced-bash-primed"]
 nop_floor = true           # more attempts only for partial credit above what a nop episode earns
 split = "train"
 temperature = 0.8
@@ -301,6 +311,7 @@ planner = ""               # model spec; empty = the policy's own model
 reviewer = ""              # model spec; empty = the policy's own model
 reviewer_unparseable = "abstain"  # when the reviewer's reply is not JSON: the deterministic checks decide (or "reject")
 template_fallback = true   # a planner draft that fails the format check becomes a template of the commands
+planner_retries = 2        # more drafts after a first that fails the format check
 runbooks_per_task = 2
 replays = 1                # replays per approved runbook
 explore_fallback = true    # an explore success no replay reproduced becomes a sample itself
@@ -325,7 +336,7 @@ rounds = 4                 # rounds in which actor and critic train together
 critic_warmup_rounds = 4   # critic-only rounds first (actor frozen); 0 skips the warm-up
 tasks_per_round = 4
 episodes_per_task = 2
-harness = "fenced-bash-plain"
+harness = "fenced-bash-primed"
 split = "train"
 temperature = 0.8
 max_turns = 6
@@ -353,13 +364,14 @@ max_len = 2048             # longer episodes are left out of the loss (and count
 rank = 8                   # LoRA rank of a fresh actor or critic adapter
 alpha = 16
 load_4bit = true
+precision = "auto"         # bf16 autocast where the hardware does bf16 natively, else fp32; or "fp32" / "bf16"
 
 [pipeline]                 # trsi-tui pipeline run: Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2
 model = "bundled:smollm2-135m"
 eval_split = "eval"
 eval_seeds = 3
 eval_tasks = 0             # a seeded sample of this many eval tasks; 0 = all of them
-eval_harness = "fenced-bash-plain"
+eval_harness = "fenced-bash-primed"
 eval_temperature = 0.7
 eval_max_turns = 6
 seed = 0

@@ -107,6 +107,7 @@ class KeyedStage:
         max_turns: int,
         guidance: str | None = None,
         examples: tuple[WorkedExample, ...] = (),
+        max_reply_tokens: int = 512,
     ) -> SpecAgentFactory:
         """Model agents of `policy` (loaded from the spec `model`); the factory carries the spec,
         so a cluster worker can build the same agent on its own replica."""
@@ -118,6 +119,7 @@ class KeyedStage:
             temperature=temperature,
             seed=seed,
             max_turns=max_turns,
+            max_reply_tokens=max_reply_tokens,
             guidance=guidance,
             examples=tuple(examples),
         )

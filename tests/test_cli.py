@@ -206,4 +206,9 @@ def test_the_demo_preset_is_valid_and_sized_for_the_cpu():
     demo = load_preset("demo")
     assert demo.pipeline.model == "bundled:smollm2-135m" and demo.sandbox.backend == "local"
     assert demo.rpr.critic_warmup_rounds == 4 and demo.rpr.rounds >= 1
-    assert demo.rsr.harnesses[0] == demo.rpr.harness == demo.pipeline.eval_harness == "fenced-bash"
+    assert demo.rsr.harnesses[0] == demo.rpr.harness == demo.pipeline.eval_harness == "fenced-bash-primed"
+    # On the curriculum, with every stage evaluated on at least 64 eval tasks x 2 sampling seeds.
+    from engine.tasks.curriculum import FAMILIES, parse_suite_spec
+
+    train, evaluation = parse_suite_spec(demo.tasks)
+    assert evaluation * len(FAMILIES) >= 64 and demo.pipeline.eval_seeds >= 2 and demo.pipeline.eval_tasks == 0

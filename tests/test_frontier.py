@@ -85,3 +85,27 @@ def test_the_funnel_counts_each_step_and_says_when_the_model_was_too_small(tmp_p
     notes = funnel_notes(store, 1, RsrConfig())
     assert any("1 of 2 runbook(s) were built from the commands by the template" in n for n in notes)
     assert any("unreadable for 2 runbook(s)" in n and "abstain" in n for n in notes)
+
+
+def test_rpr_rounds_take_the_tasks_whose_outcome_is_most_uncertain():
+    from types import SimpleNamespace
+
+    from engine.rpr.sampling import choose_tasks
+
+    tasks = [SimpleNamespace(name=n) for n in ("never", "always", "solved-once", "fresh", "coin")]
+    prior = {"never": [(False, 0.0)] * 6, "always": [(True, 1.0)] * 4, "solved-once": [(False, 0.0), (True, 1.0)]}
+    # Nothing seen yet in the stage: the prior decides; a task never solved comes last.
+    assert [t.name for t in choose_tasks(tasks, {}, prior, 5, settled_after=4)] == [
+        "solved-once",
+        "fresh",
+        "coin",
+        "always",
+        "never",
+    ]
+    # The stage's own rollouts outweigh the prior: "coin" went both ways (as uncertain as the
+    # untried "fresh", which goes first), "solved-once" always failed for this actor (settled at
+    # 4 rollouts), so it drops behind every task that is not settled.
+    seen = {"coin": [(True, 1.0), (False, 0.0)], "solved-once": [(False, 0.0)] * 4}
+    chosen = [t.name for t in choose_tasks(tasks, seen, prior, 5, settled_after=4)]
+    assert chosen == ["fresh", "coin", "always", "never", "solved-once"]
+    assert [t.name for t in choose_tasks(tasks, seen, prior, 2, settled_after=4)] == chosen[:2]

@@ -268,6 +268,7 @@ def test_explore_shows_its_own_successes_as_worked_examples_and_trains_without_t
     # The pass estimate counts only unaided attempts: hello-b is still 0 of 1 for this model.
     estimates = rnd.pass_estimates(rnd._tasks())  # noqa: SLF001
     assert (estimates["hello-b"].attempts, estimates["hello-b"].successes) == (1, 0)
+    assert any("1 of 2 explore successes came from the 1 attempt(s) shown worked examples" in n for n in report.notes)
     round_, attempts = store.rsr.latest_explore_outcomes()["hello-b"]
     assert round_ == 1 and [ok for ok, _ in attempts] == [False]
     # Both successes are samples; hello-b's carries the harness's own prompt, not the example,

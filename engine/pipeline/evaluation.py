@@ -55,6 +55,7 @@ class StageEvaluation(KeyedStage):
                             seed=(p.seed + s) * 1000,
                             temperature=p.eval_temperature,
                             max_turns=p.eval_max_turns,
+                            max_reply_tokens=self.config.policy.max_reply_tokens,
                         ),
                         attempt=s,
                     ),

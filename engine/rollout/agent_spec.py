@@ -25,6 +25,7 @@ class AgentSpec:
     temperature: float = 0.7
     seed: int = 0
     max_turns: int = 20
+    max_reply_tokens: int = 512
     guidance: str | None = None  # an RSR runbook shown to the model
     examples: tuple[WorkedExample, ...] = ()  # worked examples added to the system prompt (RSR explore)
     commands: tuple[str, ...] = ()  # kind "commands"
@@ -48,6 +49,7 @@ class AgentSpec:
             temperature=self.temperature,
             seed=self.seed,
             max_turns=self.max_turns,
+            max_tokens_per_turn=self.max_reply_tokens,
             guidance=self.guidance,
             examples=self.examples,
         )

@@ -30,7 +30,7 @@ from engine.rollout.harnesses import HARNESSES
 from engine.rollout.runner import EpisodeJob
 from engine.rpr import checkpoints
 from engine.rpr.rollouts import Rollout, load_rollout
-from engine.rpr.sampling import informative, settled_tasks
+from engine.rpr.sampling import choose_tasks, informative
 from engine.stage import KeyedStage, StageContext, round_seed
 from engine.store.records import MetricPoint
 from engine.tasks import Task
@@ -148,19 +148,20 @@ class RprStage(KeyedStage):
         return self._policy
 
     def frontier(self, tasks: list[Task], iteration: int) -> list[Task]:
-        """The tasks this round may sample: those whose rollouts so far in this stage do not all
-        succeed or all earn nothing (with at least `frontier_evidence` of them). Decided from the
-        rounds before `iteration` only, so a resumed round plans the same tasks."""
-        need = self.settings.frontier_evidence
-        if not need:
-            return tasks
+        """The `tasks_per_round` tasks this round samples (engine/rpr/sampling.py: choose_tasks):
+        the most uncertain pass rate first, estimated from this stage's rollouts and, as a prior,
+        from the explore attempts of the RSR round of the same number (the parent in a pipeline's
+        lineage; aided attempts too: a task that round solved with examples is one its SFT trained
+        on). Decided from what is stored before `iteration`, so a resumed round plans the same tasks."""
         episode_ids = [e for i in range(iteration) for e in self.store.rpr.jobs(self.round, i).values()]
-        rewards: dict[str, list[tuple[bool, float]]] = {}
+        seen: dict[str, list[tuple[bool, float]]] = {}
         for e in self.store.runs.episodes_by_id(episode_ids):
             if e.reward is not None:
-                rewards.setdefault(e.task, []).append((e.success, e.reward))
-        settled = settled_tasks(rewards, need)
-        return [t for t in tasks if t.name not in settled] or tasks
+                seen.setdefault(e.task, []).append((e.success, e.reward))
+        prior = self.store.rsr.explore_outcomes(self.round)
+        return choose_tasks(
+            tasks, seen, prior, self.settings.tasks_per_round, settled_after=self.settings.frontier_evidence
+        )
 
     def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[tuple[str, Rollout]], float]:
         """The round's rollouts with their keys (run now or found stored), and the seconds it took."""
@@ -178,7 +179,13 @@ class RprStage(KeyedStage):
                     EpisodeJob(
                         task,
                         self.agent_factory(
-                            spec, policy, s.harness, temperature=s.temperature, seed=seed, max_turns=s.max_turns
+                            spec,
+                            policy,
+                            s.harness,
+                            temperature=s.temperature,
+                            seed=seed,
+                            max_turns=s.max_turns,
+                            max_reply_tokens=self.config.policy.max_reply_tokens,
                         ),
                         attempt=iteration,
                     ),
@@ -259,6 +266,7 @@ class RprStage(KeyedStage):
             lora=LoraShape(s.rank, s.alpha),
             load_4bit=s.load_4bit,
             temperature=s.temperature,
+            precision=s.precision,
         )
         optimizers, schedulers = make_optimizers(ac, s)
         rng = random.Random(self.seed)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from engine.config import RsrConfig
 from engine.store import Store
+from engine.store.rsr import AIDED
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,15 @@ def funnel_notes(store: Store, round: int, settings: RsrConfig) -> list[str]:
     """What a model too small for a step made the round do instead, said plainly."""
     runbooks = store.runbooks.list(round=round)
     notes = []
+    explore = store.rsr.jobs(round, "explore")
+    aided = [ok for key, (_, ok) in explore.items() if key.endswith("|" + AIDED)]
+    if aided:
+        unaided = [ok for key, (_, ok) in explore.items() if not key.endswith("|" + AIDED)]
+        notes.append(
+            f"{sum(aided)} of {sum(ok for _, ok in explore.values())} explore successes came from the "
+            f"{len(aided)} attempt(s) shown worked examples (the round's own successes on similar tasks): "
+            f"{sum(aided) / len(aided):.1%} passed, against {sum(unaided)} of {len(unaided)} unaided"
+        )
     template = sum(1 for rb in runbooks if rb.author == "template")
     if template:
         notes.append(

@@ -270,6 +270,7 @@ class RsrRound(KeyedStage):
             max_turns=self.settings.max_turns,
             guidance=guidance,
             examples=examples,
+            max_reply_tokens=self.config.policy.max_reply_tokens,
         )
 
     def write_runbooks(self, tasks: dict[str, Task]) -> None:
@@ -300,7 +301,12 @@ class RsrRound(KeyedStage):
                 task, kept = tasks[k.task], steps[key][: keep.get(key, len(steps[key]))]
                 seed = round_seed(self.seed, self.round, 50_000 + index)
                 text = draft_runbook(
-                    planner, task.instruction, kept, seed=seed, template_fallback=self.settings.template_fallback
+                    planner,
+                    task.instruction,
+                    kept,
+                    seed=seed,
+                    retries=self.settings.planner_retries,
+                    template_fallback=self.settings.template_fallback,
                 )
                 allowed = task.instruction + "\n" + trajectory_text(kept)
                 verifier_output = self.store.runs.verifier_output(episode_id)

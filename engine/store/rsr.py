@@ -46,9 +46,21 @@ class RsrRepository:
         """Finished jobs of a stage: key -> (episode id, success)."""
         return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(f"rsr/{round}/{stage}").items()}
 
+    def explore_outcomes(self, round: int) -> dict[str, list[tuple[bool, float]]]:
+        """task -> (success, reward) of each explore attempt of RSR round `round`, aided or not."""
+        rows = self._d.rows(
+            "SELECT j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
+            "WHERE j.scope = ? ORDER BY j.rowid",
+            [f"rsr/{round}/explore"],
+        )
+        found: dict[str, list[tuple[bool, float]]] = {}
+        for r in rows:
+            found.setdefault(r["key"].split("|")[0], []).append((bool(r["success"]), r["reward"] or 0.0))
+        return found
+
     def latest_explore_outcomes(self) -> dict[str, tuple[int, list[tuple[bool, float]]]]:
         """task -> (the newest RSR round that explored it, its (success, reward) per unaided attempt
-        there: attempts shown worked examples (keys ending `|aided`) say nothing of the pass rate)."""
+        there: attempts shown worked examples (keys ending `|aided`) say little of the pass rate)."""
         rows = self._d.rows(
             "SELECT j.scope, j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
             "WHERE j.scope LIKE 'rsr/%/explore' ORDER BY j.rowid"

@@ -47,7 +47,7 @@ from trsi_tui.render import comparison_lines, summary_lines, task_row
     type=click.Choice(sorted(HARNESSES)),
     default=None,
     help="How the model is prompted and how its replies become commands "
-    "(default from the config: [pipeline] eval_harness, fenced-bash-plain).",
+    "(default from the config: [pipeline] eval_harness, fenced-bash-primed).",
 )
 @click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")

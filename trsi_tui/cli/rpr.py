@@ -57,7 +57,7 @@ def _fmt(value) -> str:
     "--harness",
     type=click.Choice(sorted(HARNESSES)),
     default=None,
-    help="Rollout harness (default from config: fenced-bash-plain).",
+    help="Rollout harness (default from config: fenced-bash-primed).",
 )
 @stage_options("the report")
 @click.pass_context

@@ -43,14 +43,14 @@ def rsr() -> None:
     "--attempts",
     type=click.IntRange(1, 64),
     default=None,
-    help="Explore attempts per task and harness (default from config: 4).",
+    help="Explore attempts per task and harness (default from config: 6).",
 )
 @click.option(
     "--harness",
     "harnesses",
     multiple=True,
     type=click.Choice(sorted(HARNESSES)),
-    help="Explore harness (repeatable; default from config: fenced-bash-plain and fenced-bash).",
+    help="Explore harness (repeatable; default from config: fenced-bash-primed).",
 )
 @click.option("--split", default=None, help="Task split to explore (default from config: train).")
 @stage_options("the round's report")
