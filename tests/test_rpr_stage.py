@@ -7,8 +7,8 @@ sandboxes, verifier, store, transformers actor and critic, GGUF export.
 
 from __future__ import annotations
 
-import os
 import math
+import os
 import random
 from pathlib import Path
 
