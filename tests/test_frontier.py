@@ -90,12 +90,12 @@ def test_the_funnel_counts_each_step_and_says_when_the_model_was_too_small(tmp_p
 def test_rpr_rounds_take_the_tasks_whose_outcome_is_most_uncertain():
     from types import SimpleNamespace
 
-    from engine.rpr.sampling import choose_tasks
+    from engine.rpr.sampling import Evidence, choose_tasks
 
     tasks = [SimpleNamespace(name=n) for n in ("never", "always", "solved-once", "fresh", "coin")]
     prior = {"never": [(False, 0.0)] * 6, "always": [(True, 1.0)] * 4, "solved-once": [(False, 0.0), (True, 1.0)]}
     # Nothing seen yet in the stage: the prior decides; a task never solved comes last.
-    assert [t.name for t in choose_tasks(tasks, {}, prior, 5, settled_after=4)] == [
+    assert [t.name for t in choose_tasks(tasks, Evidence({}, prior), 5, settled_after=4)] == [
         "solved-once",
         "fresh",
         "coin",
@@ -106,6 +106,34 @@ def test_rpr_rounds_take_the_tasks_whose_outcome_is_most_uncertain():
     # untried "fresh", which goes first), "solved-once" always failed for this actor (settled at
     # 4 rollouts), so it drops behind every task that is not settled.
     seen = {"coin": [(True, 1.0), (False, 0.0)], "solved-once": [(False, 0.0)] * 4}
-    chosen = [t.name for t in choose_tasks(tasks, seen, prior, 5, settled_after=4)]
+    chosen = [t.name for t in choose_tasks(tasks, Evidence(seen, prior), 5, settled_after=4)]
     assert chosen == ["fresh", "coin", "always", "never", "solved-once"]
-    assert [t.name for t in choose_tasks(tasks, seen, prior, 2, settled_after=4)] == chosen[:2]
+    assert [t.name for t in choose_tasks(tasks, Evidence(seen, prior), 2, settled_after=4)] == chosen[:2]
+
+
+def test_what_a_round_saw_of_one_task_settles_the_tasks_most_like_it():
+    from types import SimpleNamespace
+
+    from engine.rpr.sampling import Evidence, choose_tasks
+    from engine.tasks.similarity import TaskSimilarity
+
+    instructions = {
+        "copy-1": "Copy /app/a.txt to /app/b.txt.",
+        "copy-2": "Copy /app/c.log to /app/d.log.",
+        "sort-1": "Sort the lines of /app/e.txt alphabetically and write them to /app/f.txt.",
+        "sort-2": "Sort the lines of /app/g.txt alphabetically and write them to /app/h.txt.",
+    }
+    tasks = [SimpleNamespace(name=n) for n in instructions]
+    similar = TaskSimilarity(instructions)
+    assert similar("copy-1", "copy-2") > 0.9 > 0.2 > similar("copy-1", "sort-1")
+    # The actor solved copy-1 every time and got nothing on sort-1 but some partial credit, once.
+    seen = {"copy-1": [(True, 1.0)] * 4, "sort-1": [(False, 0.0), (False, 0.25), (False, 0.0), (False, 0.0)]}
+    chosen = [t.name for t in choose_tasks(tasks, Evidence(seen, {}, similar), 4, settled_after=4)]
+    # sort-2 is still uncertain (its kind earned varied rewards); copy-2 is as settled as copy-1.
+    assert chosen.index("sort-2") < chosen.index("copy-2") and chosen[-1] == "copy-1"
+    without = [t.name for t in choose_tasks(tasks, Evidence(seen, {}), 4, settled_after=4)]
+    assert without[0] == "copy-2"  # on its own evidence alone an unseen task looks the most uncertain
+    # And what the evidence expects of each: copy-2 is expected to pass, sort-2 not.
+    evidence = Evidence(seen, {}, similar)
+    assert evidence.expected_success("copy-2") > 0.9 and evidence.expected_success("sort-2") < 0.1
+    assert Evidence({}, {}).expected_success("anything") == 0.5

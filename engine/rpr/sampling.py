@@ -1,14 +1,17 @@
 """Which tasks and rollouts an RPR round spends its compute and its update on.
 
 A round samples tasks at the frontier: one whose rollouts all succeed, or all earn nothing,
-has nothing left to teach by PPO (DAPO's and prime-rl's dynamic sampling). Each task's pass rate
-for the current actor is estimated from the stage's rollouts so far and, as a weaker prior, from
-the latest RSR round that explored it; a round takes the tasks whose estimate is most uncertain
-(largest p(1 - p)), so rounds go where the outcome can still go either way. And a group of one
-task's rollouts whose rewards are all equal carries no preference between replies.
+has nothing left to teach by PPO (DAPO's and prime-rl's dynamic sampling). So a round takes the
+tasks whose rewards for the current actor are expected to differ most, judged from the stage's
+rollouts so far (of the task and of similar tasks) and, as a weaker prior, from the parent RSR
+round's explore attempts. And a group of one task's rollouts whose rewards are all equal carries
+no preference between replies.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 from engine.rpr.rollouts import Rollout
 
@@ -34,33 +37,68 @@ def informative(keyed: list[tuple[str, Rollout]]) -> list[Rollout]:
     return [r for group in groups.values() if len(group) == 1 or len({r.reward for r in group}) > 1 for r in group]
 
 
-def frontier_priority(seen: list[Outcome], prior: list[Outcome], prior_weight: float) -> float:
-    """p(1 - p) of the task's pass rate p, the mean of a Beta(1, 1) posterior over the stage's own
-    rollouts and the prior's outcomes counted `prior_weight` each (an earlier model's attempts)."""
-    successes = sum(ok for ok, _ in seen) + prior_weight * sum(ok for ok, _ in prior)
-    attempts = len(seen) + prior_weight * len(prior)
-    p = (successes + 1) / (attempts + 2)
-    return p * (1 - p)
+# Pseudo-outcomes every estimate starts from: a reward of 0 and one of 1, a quarter of a rollout
+# each, so that a task nothing is known about looks as informative as any.
+PSEUDO = ((0.0, 0.25), (1.0, 0.25))
 
 
-def choose_tasks(
-    tasks: list,
-    seen: dict[str, list[Outcome]],
-    prior: dict[str, list[Outcome]],
-    k: int,
-    *,
-    settled_after: int,
-    prior_weight: float = 0.5,
-) -> list:
-    """The `k` tasks (of `tasks`, in their seeded order) a round samples: the most uncertain first,
-    then the least tried, then by order; a task settled by the stage's own rollouts (at least
-    `settled_after` of them all succeeded or all earned nothing) only when nothing else is left."""
+def disagreement(outcomes: list[tuple[float, float]]) -> float:
+    """The chance that two rollouts earn different rewards (Gini impurity over the reward values),
+    from (reward, weight) pairs plus the pseudo-outcomes: 0 when every rollout ends the same way,
+    so that a group of them would carry no preference between replies."""
+    weights: dict[float, float] = {}
+    for reward, w in (*PSEUDO, *outcomes):
+        weights[round(reward, 6)] = weights.get(round(reward, 6), 0.0) + w
+    total = sum(weights.values())
+    return 1.0 - sum((w / total) ** 2 for w in weights.values())
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What is known of the current actor on each task: the stage's own rollouts of it (weight 1
+    each), of similar tasks (weight similarity**kin_power: a kind of task the actor always solves,
+    or never gets anywhere with, is settled for its other instances too), and a prior's outcomes
+    (an earlier model's, `prior_weight` each)."""
+
+    seen: dict[str, list[Outcome]]
+    prior: dict[str, list[Outcome]]
+    similarity: Callable[[str, str], float] | None = None
+    prior_weight: float = 0.5
+    kin_power: float = 4.0
+
+    def of(self, name: str) -> list[tuple[bool, float, float]]:
+        """(success, reward, weight) of every outcome that bears on `name`."""
+        found = [(ok, r, 1.0) for ok, r in self.seen.get(name, [])]
+        found += [(ok, r, self.prior_weight) for ok, r in self.prior.get(name, [])]
+        if self.similarity is not None:
+            for other, outcomes in self.seen.items():
+                w = self.similarity(name, other) ** self.kin_power if other != name else 0.0
+                if w > 1e-3:
+                    found += [(ok, r, w) for ok, r in outcomes]
+        return found
+
+    def informative(self, name: str) -> float:
+        """How likely two rollouts of the task are to earn different rewards."""
+        return disagreement([(r, w) for _, r, w in self.of(name)])
+
+    def expected_success(self, name: str) -> float:
+        """The task's pass rate as the evidence has it (with the pseudo-outcomes: 0.5 on none)."""
+        found = self.of(name)
+        return (sum(w for ok, _, w in found if ok) + PSEUDO[1][1]) / (sum(w for *_, w in found) + 2 * PSEUDO[1][1])
+
+
+def choose_tasks(tasks: list, evidence: Evidence, k: int, *, settled_after: int) -> list:
+    """The `k` tasks (of `tasks`, in their seeded order) a round samples: those whose rollouts for
+    the current actor are likeliest to earn different rewards (a group PPO can learn from), then
+    the least tried, then by order. A task settled by its own rollouts (at least `settled_after`,
+    all succeeded or all earned nothing) comes only when nothing else is left."""
+    seen = evidence.seen
     settled = settled_tasks(seen, settled_after) if settled_after else set()
     ranked = sorted(
         range(len(tasks)),
         key=lambda i: (
             tasks[i].name in settled,
-            -round(frontier_priority(seen.get(tasks[i].name, []), prior.get(tasks[i].name, []), prior_weight), 9),
+            -round(evidence.informative(tasks[i].name), 9),
             len(seen.get(tasks[i].name, [])),
             i,
         ),

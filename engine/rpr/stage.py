@@ -30,10 +30,11 @@ from engine.rollout.harnesses import HARNESSES
 from engine.rollout.runner import EpisodeJob
 from engine.rpr import checkpoints
 from engine.rpr.rollouts import Rollout, load_rollout
-from engine.rpr.sampling import choose_tasks, informative
+from engine.rpr.sampling import Evidence, choose_tasks, informative
 from engine.stage import KeyedStage, StageContext, round_seed
 from engine.store.records import MetricPoint
 from engine.tasks import Task
+from engine.tasks.similarity import TaskSimilarity
 
 
 class RprError(RuntimeError):
@@ -83,6 +84,8 @@ class RprStage(KeyedStage):
         self.concurrency, self.seed = ctx.concurrency, ctx.seed
         self.critic_from = Path(critic_from) if critic_from else None
         self._policy, self._policy_spec = None, ""
+        self._similarity: TaskSimilarity | None = None
+        self._expected: dict[int, float] = {}  # iteration -> the chosen tasks' expected pass rate
         if self.settings.harness not in HARNESSES:
             raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
         trainable_weights(model)  # a spec without transformers weights fails here, before any rollout
@@ -149,19 +152,26 @@ class RprStage(KeyedStage):
 
     def frontier(self, tasks: list[Task], iteration: int) -> list[Task]:
         """The `tasks_per_round` tasks this round samples (engine/rpr/sampling.py: choose_tasks):
-        the most uncertain pass rate first, estimated from this stage's rollouts and, as a prior,
-        from the explore attempts of the RSR round of the same number (the parent in a pipeline's
-        lineage; aided attempts too: a task that round solved with examples is one its SFT trained
-        on). Decided from what is stored before `iteration`, so a resumed round plans the same tasks."""
+        those whose rewards are expected to differ most, from this stage's rollouts of them and of
+        similar tasks and, as a prior, from the explore attempts of the RSR round of the same number
+        (the parent in a pipeline's lineage; aided attempts too: a task that round solved with
+        examples is one its SFT trained on). Decided from what is stored before `iteration`, so a
+        resumed round plans the same tasks."""
         episode_ids = [e for i in range(iteration) for e in self.store.rpr.jobs(self.round, i).values()]
         seen: dict[str, list[tuple[bool, float]]] = {}
         for e in self.store.runs.episodes_by_id(episode_ids):
             if e.reward is not None:
                 seen.setdefault(e.task, []).append((e.success, e.reward))
-        prior = self.store.rsr.explore_outcomes(self.round)
-        return choose_tasks(
-            tasks, seen, prior, self.settings.tasks_per_round, settled_after=self.settings.frontier_evidence
+        if self._similarity is None:
+            self._similarity = TaskSimilarity({t.name: t.instruction for t in tasks})
+        evidence = Evidence(seen, self.store.rsr.explore_outcomes(self.round), self._similarity)
+        chosen = choose_tasks(
+            tasks, evidence, self.settings.tasks_per_round, settled_after=self.settings.frontier_evidence
         )
+        # What the evidence before the round expects of the chosen tasks: a round that beats it
+        # shows the actor doing better than it did, whichever tasks the round happened to take.
+        self._expected[iteration] = sum(evidence.expected_success(t.name) for t in chosen) / len(chosen)
+        return chosen
 
     def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[tuple[str, Rollout]], float]:
         """The round's rollouts with their keys (run now or found stored), and the seconds it took."""
@@ -328,6 +338,7 @@ class RprStage(KeyedStage):
                     # Every scored rollout of the round, whether or not its group was trained on.
                     "rpr/reward": sum(r.reward for r in scored) / len(scored) if scored else math.nan,
                     "rpr/success": sum(r.success for r in scored) / len(scored) if scored else math.nan,
+                    "rpr/expected_success": self._expected.get(iteration, math.nan),
                     "rpr/trained_episodes": len(trained),
                     "ppo/value_loss": stats.value_loss,
                     "ppo/explained_variance": stats.explained_variance,
@@ -367,7 +378,9 @@ class RprStage(KeyedStage):
                 iteration,
                 phase,
                 f"round {iteration + 1}/{self.total} ({phase}): reward "
-                f"{sum(r.reward for r in scored) / max(1, len(scored)):.3f}, value loss {stats.value_loss:.4f}, "
+                f"{sum(r.reward for r in scored) / max(1, len(scored)):.3f}, success "
+                f"{sum(r.success for r in scored) / max(1, len(scored)):.2f} (expected "
+                f"{self._expected.get(iteration, math.nan):.2f}), value loss {stats.value_loss:.4f}, "
                 f"explained variance {stats.explained_variance:.3f}" + sampler_warning(stats.sampler_ratio),
             )
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")

@@ -109,7 +109,16 @@ def rpr_run(
         stopped=f"RPR stage {round_} stopped",
     )
     table = new_table(
-        f"RPR stage {round_}", "round", "phase", "reward", "success", "value loss", "expl. var.", "KL", "entropy"
+        f"RPR stage {round_}",
+        "round",
+        "phase",
+        "reward",
+        "success",
+        "expected",
+        "value loss",
+        "expl. var.",
+        "KL",
+        "entropy",
     )
     for row in report.history:
         table.add_row(
@@ -117,6 +126,7 @@ def rpr_run(
             "warm-up" if row.get("rpr/warmup") else "joint",
             _fmt(row.get("rpr/reward")),
             _fmt(row.get("rpr/success")),
+            _fmt(row.get("rpr/expected_success")),
             _fmt(row.get("ppo/value_loss")),
             _fmt(row.get("ppo/explained_variance")),
             _fmt(row.get("ppo/kl")),

@@ -24,7 +24,16 @@ REFRESH_S = 3.0
 
 
 # Of what training logs, the curves a person watches: the rest (timings, counts) is in the store.
-PLOTTED = ("sft/loss", "rpr/reward", "ppo/kl", "ppo/value_loss", "ppo/explained_variance", "ppo/entropy")
+PLOTTED = (
+    "sft/loss",
+    "rpr/reward",
+    "rpr/success",
+    "rpr/expected_success",
+    "ppo/kl",
+    "ppo/value_loss",
+    "ppo/explained_variance",
+    "ppo/entropy",
+)
 
 
 class CurvesScreen(LiveStoreView, Screen):
