@@ -164,7 +164,7 @@ class Engine:
             chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
             from engine.policy import PolicyError, load_policy, parse_model_spec
-            from engine.stage import KeyedStage
+            from engine.stage import KeyedStage, task_seed
 
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
@@ -180,24 +180,24 @@ class Engine:
                     sequences=self.config.policy.sequences,
                 )
 
-            def factory(s: int, a: int):
+            def factory(t, s: int, a: int):
                 return KeyedStage.agent_factory(
                     model,
                     policy,
                     harness,
                     temperature=temperature,
-                    seed=(seed + s) * 1000 + a,
+                    seed=task_seed((seed + s) * 1000 + a, t.name),
                     max_turns=max_turns,
                     max_reply_tokens=self.config.policy.max_reply_tokens,
                 )
         else:
             make_agent(agent)  # fail fast on an unknown agent name
 
-            def factory(s: int, a: int):
+            def factory(t, s: int, a: int):
                 return SpecAgentFactory(AgentSpec(agent))
 
         jobs = [
-            EpisodeJob(t, factory(s, a), attempt=s * attempts + a)
+            EpisodeJob(t, factory(t, s, a), attempt=s * attempts + a)
             for t in chosen
             for s in range(seeds)
             for a in range(attempts)

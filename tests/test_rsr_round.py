@@ -228,8 +228,11 @@ class LearnsFromExamples(ScriptedModel):
     """Primed replies (fenced-bash-primed opens them with the fence): solves hello-a on its own, and
     hello-b only when its prompt shows a worked example of another task."""
 
+    seeds: list[tuple[str, int]] = []
+
     def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
         seen = self.real._llm.detokenize(list(prompt)).decode(errors="ignore")  # noqa: SLF001
+        self.seeds.append(("hello-b" if "(leaky variant)" in seen.split("Task:")[-1] else "hello-a", seed))
         example = "Task: Write hello to /app/out.txt.\n```bash\necho hello > /app/out.txt\n```"
         solves = "(leaky variant)" not in seen or example in seen
         text = ("echo hello > /app/out.txt" if solves else "echo nope > /app/out.txt") + "\n```"
@@ -261,6 +264,10 @@ def test_explore_shows_its_own_successes_as_worked_examples_and_trains_without_t
         "hello-b|fenced-bash-primed|0": False,
         "hello-b|fenced-bash-primed|1|aided": True,
     }
+    # Each task's attempts sample with seeds of their own: with one seed for every task, a small
+    # model writes the same reply to similar tasks, and attempts across a kind of task are wasted.
+    first = dict(reversed(rnd._policy.seeds))  # noqa: SLF001 - the first seed each task was sampled with
+    assert first["hello-a"] != first["hello-b"]
     episode = store.rsr.jobs(1, "explore")["hello-b|fenced-bash-primed|1|aided"][0]
     shown = store.runs.episode_model(episode).messages[0]["content"]
     harness = get_harness("fenced-bash-primed")

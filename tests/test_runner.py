@@ -70,3 +70,12 @@ def test_cancel_stops_live_sandboxes_and_marks_the_run(tmp_path: Path, store: St
     assert not worker.is_alive() and time.monotonic() - t < 10
     assert out["results"] == []  # cut-short episodes are not outcomes
     assert store.runs.get(out["run_id"]).status == "interrupted"
+
+
+def test_each_task_samples_with_a_seed_of_its_own():
+    from engine.stage import task_seed
+
+    seeds = {task_seed(1000, f"copy-file-train-s0-{i:04d}") for i in range(200)}
+    assert len(seeds) == 200  # no two tasks share their random numbers
+    assert task_seed(1000, "a") == task_seed(1000, "a") and task_seed(1000, "a") != task_seed(2000, "a")
+    assert all(0 <= s < 2**31 for s in seeds)

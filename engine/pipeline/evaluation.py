@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 from engine.rollout.runner import EpisodeJob
-from engine.stage import KeyedStage, StageContext
+from engine.stage import KeyedStage, StageContext, task_seed
 from engine.stats import Interval, bootstrap_pass_at_1, by_task
 from engine.tasks import Task
 
@@ -52,7 +52,7 @@ class StageEvaluation(KeyedStage):
                             self.checkpoint,
                             policy,
                             p.eval_harness,
-                            seed=(p.seed + s) * 1000,
+                            seed=task_seed((p.seed + s) * 1000, t.name),
                             temperature=p.eval_temperature,
                             max_turns=p.eval_max_turns,
                             max_reply_tokens=self.config.policy.max_reply_tokens,

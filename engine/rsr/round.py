@@ -28,7 +28,7 @@ from engine.rsr.planner import draft_runbook, trajectory_text
 from engine.rsr.report import RoundReport, funnel, funnel_notes
 from engine.rsr.reviewer import review_runbook
 from engine.rsr.sft import SftConfig
-from engine.stage import KeyedStage, StageContext, round_seed
+from engine.stage import KeyedStage, StageContext, round_seed, task_seed
 from engine.store.records import MetricPoint, Provenance, RunbookDraft
 from engine.tasks import Task
 
@@ -174,7 +174,7 @@ class RsrRound(KeyedStage):
                     if not wants_attempt(tried, settings, floors.get(name, 0.0), examples=bool(shown)):
                         continue
                     key = ExploreKey(name, harness, len(tried), len(tried) >= settings.min_attempts and bool(shown))
-                    seed = round_seed(self.seed, self.round, h_index * 131 + key.attempt)
+                    seed = task_seed(round_seed(self.seed, self.round, h_index * 131 + key.attempt), name)
                     agent = self._agent_factory(harness, seed, examples=shown if key.aided else ())
                     jobs.append((str(key), EpisodeJob(task, agent, attempt=key.attempt)))
                     aided += key.aided
@@ -366,7 +366,7 @@ class RsrRound(KeyedStage):
                 key = f"{rb.id}|{k}"
                 if key in done:
                     continue
-                seed = round_seed(self.seed, self.round, 7 * k + 1)
+                seed = task_seed(round_seed(self.seed, self.round, 7 * k + 1), rb.id)
                 jobs.append(
                     (key, EpisodeJob(tasks[rb.task], self._agent_factory(rb.harness, seed, rb.text), attempt=k))
                 )
