@@ -2,7 +2,13 @@
 command results are shown back to it. Select one by name with `get_harness`."""
 
 from engine.rollout.harnesses.base import Action, Command, Harness, StepResult, WorkedExample, truncate_middle
-from engine.rollout.harnesses.fenced_bash import FencedBash, FencedBashBare, FencedBashPlain, FencedBashPrimed
+from engine.rollout.harnesses.fenced_bash import (
+    FencedBash,
+    FencedBashBare,
+    FencedBashPlain,
+    FencedBashPrimed,
+    FencedBashPrimedBare,
+)
 from engine.rollout.harnesses.terminus_json import TerminusJson
 from engine.rollout.harnesses.tool_call import ToolCall
 from engine.rollout.harnesses.xml_bash import XmlBash
@@ -17,6 +23,7 @@ HARNESSES: dict[str, type[Harness]] = {
         FencedBash,
         FencedBashPlain,
         FencedBashPrimed,
+        FencedBashPrimedBare,
         FencedBashBare,
         ToolCall,
     )

@@ -186,3 +186,13 @@ class FencedBashPrimed(FencedBashPlain):
         if match and _clean(match.group(1)) == "DONE":
             return Action((), True)
         return super().parse(text, tool_calls)
+
+
+class FencedBashPrimedBare(FencedBashPrimed):
+    """fenced-bash-primed without its worked examples: for a model trained on samples that carry
+    the bare prompt (`[rsr] sample_prompt = "bare"`) under fenced-bash-primed."""
+
+    name = "fenced-bash-primed-bare"
+
+    def system_prompt(self) -> str:
+        return BARE_SYSTEM
