@@ -111,6 +111,26 @@ def test_rpr_rounds_take_the_tasks_whose_outcome_is_most_uncertain():
     assert [t.name for t in choose_tasks(tasks, Evidence(seen, prior), 2, settled_after=4)] == chosen[:2]
 
 
+def test_a_task_that_sometimes_succeeds_goes_before_one_that_only_earns_varied_partial_credit():
+    from types import SimpleNamespace
+
+    from engine.rpr.sampling import Evidence, choose_tasks
+
+    # As seen in an RPR-1 on the curriculum: rollouts that earn 0, 1/8 or 1/4 of the checks differ
+    # more often than rollouts that succeed once in four, but they teach PPO far less.
+    tasks = [SimpleNamespace(name=n) for n in ("partial", "sometimes", "often")]
+    seen = {
+        "partial": [(False, 0.0), (False, 0.125), (False, 0.25), (False, 0.125)],
+        "sometimes": [(True, 1.0), (False, 0.0), (False, 0.125), (False, 0.0)],
+        "often": [(True, 1.0), (True, 1.0), (False, 0.25), (True, 1.0)],
+    }
+    evidence = Evidence(seen, {})
+    assert [t.name for t in choose_tasks(tasks, evidence, 3, settled_after=4)] == ["sometimes", "often", "partial"]
+    # A round does not use a task up: after a round that went both ways it is still first.
+    seen["sometimes"] += [(True, 1.0), (False, 0.0), (True, 1.0), (False, 0.0)]
+    assert choose_tasks(tasks, Evidence(seen, {}), 1, settled_after=4)[0].name == "sometimes"
+
+
 def test_what_a_round_saw_of_one_task_settles_the_tasks_most_like_it():
     from types import SimpleNamespace
 

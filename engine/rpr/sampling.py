@@ -2,10 +2,14 @@
 
 A round samples tasks at the frontier: one whose rollouts all succeed, or all earn nothing,
 has nothing left to teach by PPO (DAPO's and prime-rl's dynamic sampling). So a round takes the
-tasks whose rewards for the current actor are expected to differ most, judged from the stage's
+tasks whose rewards for the current actor are expected to vary most, judged from the stage's
 rollouts so far (of the task and of similar tasks) and, as a weaker prior, from the parent RSR
-round's explore attempts. And a group of one task's rollouts whose rewards are all equal carries
-no preference between replies.
+round's explore attempts. The measure is the variance of the rewards, not the chance that two
+differ: with the success-first reward a task that sometimes succeeds varies far more than one
+whose rollouts only earn different partial credit, and an RPR-1 that ranked by the chance of a
+difference spent its last six rounds on tasks it expected to solve 1 to 4% of the time (it
+solved none). And a group of one task's rollouts whose rewards are all equal carries no
+preference between replies.
 """
 
 from __future__ import annotations
@@ -42,15 +46,15 @@ def informative(keyed: list[tuple[str, Rollout]]) -> list[Rollout]:
 PSEUDO = ((0.0, 0.25), (1.0, 0.25))
 
 
-def disagreement(outcomes: list[tuple[float, float]]) -> float:
-    """The chance that two rollouts earn different rewards (Gini impurity over the reward values),
-    from (reward, weight) pairs plus the pseudo-outcomes: 0 when every rollout ends the same way,
-    so that a group of them would carry no preference between replies."""
-    weights: dict[float, float] = {}
-    for reward, w in (*PSEUDO, *outcomes):
-        weights[round(reward, 6)] = weights.get(round(reward, 6), 0.0) + w
-    total = sum(weights.values())
-    return 1.0 - sum((w / total) ** 2 for w in weights.values())
+def reward_variance(outcomes: list[tuple[float, float]]) -> float:
+    """The variance of a rollout's reward, from (reward, weight) pairs plus the pseudo-outcomes:
+    0 when every rollout ends the same way, so that a group of them would carry no preference
+    between replies; 0.25 at most, for a task that succeeds half the time. A group's advantages
+    (reward minus its baseline) scale with its rewards' spread, so this is what a round learns from."""
+    pairs = (*PSEUDO, *outcomes)
+    total = sum(w for _, w in pairs)
+    mean = sum(r * w for r, w in pairs) / total
+    return max(0.0, sum(w * (r - mean) ** 2 for r, w in pairs) / total)
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,8 @@ class Evidence:
         return found
 
     def informative(self, name: str) -> float:
-        """How likely two rollouts of the task are to earn different rewards."""
-        return disagreement([(r, w) for _, r, w in self.of(name)])
+        """How much the rewards of the task's rollouts are expected to vary."""
+        return reward_variance([(r, w) for _, r, w in self.of(name)])
 
     def expected_success(self, name: str) -> float:
         """The task's pass rate as the evidence has it (with the pseudo-outcomes: 0.5 on none)."""
@@ -89,8 +93,9 @@ class Evidence:
 
 def choose_tasks(tasks: list, evidence: Evidence, k: int, *, settled_after: int) -> list:
     """The `k` tasks (of `tasks`, in their seeded order) a round samples: those whose rollouts for
-    the current actor are likeliest to earn different rewards (a group PPO can learn from), then
-    the least tried, then by order. A task settled by its own rollouts (at least `settled_after`,
+    the current actor are expected to vary most in reward (a group PPO can learn from), then the
+    least tried, then by order. A task is not used up by a round: one that went both ways stays
+    first until the actor settles it. A task settled by its own rollouts (at least `settled_after`,
     all succeeded or all earned nothing) comes only when nothing else is left."""
     seen = evidence.seen
     settled = settled_tasks(seen, settled_after) if settled_after else set()

@@ -152,7 +152,7 @@ class RprStage(KeyedStage):
 
     def frontier(self, tasks: list[Task], iteration: int) -> list[Task]:
         """The `tasks_per_round` tasks this round samples (engine/rpr/sampling.py: choose_tasks):
-        those whose rewards are expected to differ most, from this stage's rollouts of them and of
+        those whose rewards are expected to vary most, from this stage's rollouts of them and of
         similar tasks and, as a prior, from the explore attempts of the RSR round of the same number
         (the parent in a pipeline's lineage; aided attempts too: a task that round solved with
         examples is one its SFT trained on). Decided from what is stored before `iteration`, so a
