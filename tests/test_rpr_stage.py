@@ -89,7 +89,9 @@ class Recording(RprStage):
         return super()._save(ac, *args, **kwargs)
 
 
-def make_stage(tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None, **overrides) -> Recording:
+def make_stage(
+    tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None, script=None, **overrides
+) -> Recording:
     suite = tmp_path / "suite"
     if not suite.exists():
         write_task(suite, "hello-a")
@@ -102,7 +104,7 @@ def make_stage(tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None
         tasks=suite,
         concurrency=1,
         should_stop=stop or (lambda: False),
-        policy_loader=lambda spec: SeededScript(real_policy),
+        policy_loader=lambda spec: (script or SeededScript)(real_policy),
     )
     stage = Recording(ctx, round=1, model="bundled:smollm2-135m", settings=settings(**overrides))
     stage.snapshots = []
@@ -176,6 +178,27 @@ def test_warmup_freezes_the_actor_then_both_train_and_the_value_head_is_checkpoi
     assert report.checkpoint == f"bundled:smollm2-135m+lora={latest / 'actor.gguf'}"
     assert report.iterations == 3 and report.episodes == 6
     assert store.rpr.run(1).status == "done"
+
+
+class AlwaysRight(SeededScript):
+    def generate_ids(self, prompt, *, max_tokens, temperature, seed=None):
+        return super().generate_ids(prompt, max_tokens=max_tokens, temperature=temperature, seed=0)
+
+
+def test_a_joint_round_whose_rollouts_all_earn_the_same_reward_says_so_and_leaves_the_actor(
+    tmp_path: Path, real_policy
+):
+    store, bus = Store(tmp_path / "db.sqlite"), EventBus()
+    lines = []
+    bus.subscribe(lambda e: lines.append(e.detail) if isinstance(e, RprProgress) else None)
+    stage = make_stage(tmp_path, real_policy, store=store, bus=bus, script=AlwaysRight, critic_warmup_rounds=1)
+    report = stage.run()
+    warm, joint = stage.snapshots
+    assert same(actor(warm, "lora_"), actor(joint, "lora_"))  # both rollouts succeeded: nothing to prefer
+    joint_line = next(m for m in lines if m.startswith("round 2/2 (joint): reward"))
+    assert "success 1.00" in joint_line and "no update" in joint_line and "nan" not in joint_line
+    # The served actor is still the stage-start one: the warm-up round exports none, the joint round moved nothing.
+    assert report.checkpoint == "bundled:smollm2-135m"
 
 
 def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: Path, real_policy):

@@ -374,14 +374,18 @@ class RprStage(KeyedStage):
             )
             self._log(iteration + 1, {"time/checkpoint_s": time.monotonic() - saved_at})
             self.store.rpr.put_run(self.round, iteration=iteration + 1)
+            if trained:
+                ev = _number(stats.explained_variance, 3)
+                fit = f"value loss {_number(stats.value_loss, 4)}, explained variance {ev}"
+            else:  # every group's rewards were equal: nothing to learn from, and no loss to report
+                fit = "no update (every task's rollouts earned the same reward)"
             self._progress(
                 iteration,
                 phase,
                 f"round {iteration + 1}/{self.total} ({phase}): reward "
                 f"{sum(r.reward for r in scored) / max(1, len(scored)):.3f}, success "
                 f"{sum(r.success for r in scored) / max(1, len(scored)):.2f} (expected "
-                f"{self._expected.get(iteration, math.nan):.2f}), value loss {stats.value_loss:.4f}, "
-                f"explained variance {stats.explained_variance:.3f}" + sampler_warning(stats.sampler_ratio),
+                f"{_number(self._expected.get(iteration, math.nan), 2)}), {fit}" + sampler_warning(stats.sampler_ratio),
             )
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
         self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
@@ -412,3 +416,9 @@ class RprStage(KeyedStage):
             str(latest or ""),
             tuple(history),
         )
+
+
+def _number(value: float, digits: int) -> str:
+    """A metric for a progress line; "-" where it is undefined (an explained variance when every
+    return is equal, a loss with nothing trained), rather than "nan"."""
+    return "-" if math.isnan(value) else f"{value:.{digits}f}"
