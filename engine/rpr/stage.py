@@ -327,6 +327,9 @@ class RprStage(KeyedStage):
                     self.model, actor_dir, actor_dir.with_suffix(".gguf") if self.model.startswith("bundled:") else None
                 )
             scored = [r for r in rollouts if r.reward is not None]
+            # Every scored rollout of the round, whether or not its group was trained on.
+            reward = sum(r.reward for r in scored) / len(scored) if scored else math.nan
+            success = sum(r.success for r in scored) / len(scored) if scored else math.nan
             episode_s = sum(r.duration_s for r in rollouts) or 1.0
             generation = sum(r.generation_s for r in rollouts)
             # Logged before the checkpoint: a kill in between reruns the round, whose points then
@@ -335,9 +338,8 @@ class RprStage(KeyedStage):
                 iteration + 1,
                 {
                     "rpr/warmup": 1.0 if warmup else 0.0,
-                    # Every scored rollout of the round, whether or not its group was trained on.
-                    "rpr/reward": sum(r.reward for r in scored) / len(scored) if scored else math.nan,
-                    "rpr/success": sum(r.success for r in scored) / len(scored) if scored else math.nan,
+                    "rpr/reward": reward,
+                    "rpr/success": success,
                     "rpr/expected_success": self._expected.get(iteration, math.nan),
                     "rpr/trained_episodes": len(trained),
                     "ppo/value_loss": stats.value_loss,
@@ -382,9 +384,8 @@ class RprStage(KeyedStage):
             self._progress(
                 iteration,
                 phase,
-                f"round {iteration + 1}/{self.total} ({phase}): reward "
-                f"{sum(r.reward for r in scored) / max(1, len(scored)):.3f}, success "
-                f"{sum(r.success for r in scored) / max(1, len(scored)):.2f} (expected "
+                f"round {iteration + 1}/{self.total} ({phase}): reward {_number(reward, 3)}, success "
+                f"{_number(success, 2)} (expected "
                 f"{_number(self._expected.get(iteration, math.nan), 2)}), {fit}" + sampler_warning(stats.sampler_ratio),
             )
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
