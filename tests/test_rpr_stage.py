@@ -90,7 +90,7 @@ class Recording(RprStage):
 
 
 def make_stage(
-    tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None, script=None, **overrides
+    tmp_path: Path, real_policy, *, store: Store, stop=None, bus=None, script=None, loader=None, **overrides
 ) -> Recording:
     suite = tmp_path / "suite"
     if not suite.exists():
@@ -104,7 +104,7 @@ def make_stage(
         tasks=suite,
         concurrency=1,
         should_stop=stop or (lambda: False),
-        policy_loader=lambda spec: (script or SeededScript)(real_policy),
+        policy_loader=loader or (lambda spec: (script or SeededScript)(real_policy)),
     )
     stage = Recording(ctx, round=1, model="bundled:smollm2-135m", settings=settings(**overrides))
     stage.snapshots = []
@@ -199,6 +199,35 @@ def test_a_joint_round_whose_rollouts_all_earn_the_same_reward_says_so_and_leave
     assert "success 1.00" in joint_line and "no update" in joint_line and "nan" not in joint_line
     # The served actor is still the stage-start one: the warm-up round exports none, the joint round moved nothing.
     assert report.checkpoint == "bundled:smollm2-135m"
+
+
+def test_the_probe_rolls_out_the_same_tasks_and_seeds_before_and_after_the_joint_rounds(tmp_path: Path, real_policy):
+    """The probe measures the actor it follows: the stage-start actor (right on even seeds only)
+    before the joint round, the trained one (scripted to be always right) after it."""
+    store, bus = Store(tmp_path / "db.sqlite"), EventBus()
+    lines = []
+    bus.subscribe(lambda e: lines.append(e.detail) if isinstance(e, RprProgress) else None)
+    served = []
+
+    def loader(spec: str):
+        served.append(spec)
+        return (AlwaysRight if "iter-" in spec else SeededScript)(real_policy)
+
+    stage = make_stage(tmp_path, real_policy, store=store, bus=bus, loader=loader, probe_tasks=1, probe_episodes=4)
+    report = stage.run()
+    assert report.checkpoint != "bundled:smollm2-135m"  # the joint round moved the actor
+    plan = stage.probe_plan(stage._tasks())  # noqa: SLF001
+    assert len(plan) == 4
+    even = sum(seed % 2 == 0 for _, _, seed in plan) / len(plan)  # what the stage-start actor gets right
+    probes = store.metrics.points("rpr-1", "rpr/probe_success")
+    assert [(p.step, p.value) for p in probes] == [(2, pytest.approx(even)), (3, 1.0)]  # after warm-up, after joint
+    assert store.rpr.probe_jobs(1, 0).keys() == store.rpr.probe_jobs(1, 1).keys()  # same tasks, same seeds
+    assert report.episodes == 6  # probe rollouts are measured, not trained on
+    assert any(line.startswith("probe after 1 joint round(s): success 1.00") for line in lines)
+    # A finished stage run again rolls nothing out, probes included.
+    runs_before = len(store.runs.list(100))
+    make_stage(tmp_path, real_policy, store=store, loader=loader, probe_tasks=1, probe_episodes=4).run()
+    assert len(store.runs.list(100)) == runs_before
 
 
 def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: Path, real_policy):

@@ -86,6 +86,7 @@ class RprStage(KeyedStage):
         self._policy, self._policy_spec = None, ""
         self._similarity: TaskSimilarity | None = None
         self._expected: dict[int, float] = {}  # iteration -> the chosen tasks' expected pass rate
+        self._probe: list[Task] | None = None  # the probe's tasks, chosen at the end of the warm-up
         if self.settings.harness not in HARNESSES:
             raise RprError(f"unknown harness {self.settings.harness!r}; available: {', '.join(sorted(HARNESSES))}")
         trainable_weights(model)  # a spec without transformers weights fails here, before any rollout
@@ -150,8 +151,8 @@ class RprStage(KeyedStage):
             self._policy_spec = spec
         return self._policy
 
-    def frontier(self, tasks: list[Task], iteration: int) -> list[Task]:
-        """The `tasks_per_round` tasks this round samples (engine/rpr/sampling.py: choose_tasks):
+    def frontier(self, tasks: list[Task], iteration: int, *, k: int | None = None) -> list[Task]:
+        """The `tasks_per_round` (or `k`) tasks this round samples (engine/rpr/sampling.py: choose_tasks):
         those whose rewards are expected to vary most, from this stage's rollouts of them and of
         similar tasks and, as a prior, from the explore attempts of the RSR round of the same number
         (the parent in a pipeline's lineage; aided attempts too: a task that round solved with
@@ -166,23 +167,80 @@ class RprStage(KeyedStage):
             self._similarity = TaskSimilarity({t.name: t.instruction for t in tasks})
         evidence = Evidence(seen, self.store.rsr.explore_outcomes(self.round), self._similarity)
         chosen = choose_tasks(
-            tasks, evidence, self.settings.tasks_per_round, settled_after=self.settings.frontier_evidence
+            tasks, evidence, k or self.settings.tasks_per_round, settled_after=self.settings.frontier_evidence
         )
-        # What the evidence before the round expects of the chosen tasks: a round that beats it
-        # shows the actor doing better than it did, whichever tasks the round happened to take.
-        self._expected[iteration] = sum(evidence.expected_success(t.name) for t in chosen) / len(chosen)
+        if k is None:
+            # What the evidence before the round expects of the chosen tasks: a round that beats it
+            # shows the actor doing better than it did, whichever tasks the round happened to take.
+            self._expected[iteration] = sum(evidence.expected_success(t.name) for t in chosen) / len(chosen)
         return chosen
 
     def rollouts(self, tasks: list[Task], iteration: int, spec: str) -> tuple[list[tuple[str, Rollout]], float]:
         """The round's rollouts with their keys (run now or found stored), and the seconds it took."""
-        done = self.store.rpr.jobs(self.round, iteration)
-        plan = self.round_plan(tasks, iteration)
+        return self._run_plan(
+            self.round_plan(tasks, iteration),
+            f"rpr/{self.round}/{iteration}",
+            lambda: self.store.rpr.jobs(self.round, iteration),
+            spec,
+            attempt=iteration,
+            kind="rpr-rollout",
+            what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}",
+        )
+
+    def probe_set(self, tasks: list[Task]) -> list[Task]:
+        """The probe's tasks: the `probe_tasks` train tasks whose rewards the evidence at the end of
+        the warm-up (its rollouts of the unchanged actor, and the prior) expects to vary most, so
+        that the probe measures where the actor can still get better. Fixed for the stage."""
+        if self._probe is None:
+            self._probe = self.frontier(tasks, self.settings.critic_warmup_rounds, k=self.settings.probe_tasks)
+        return self._probe
+
+    def probe_plan(self, tasks: list[Task]) -> list[tuple[str, Task, int]]:
+        """(key, task, seed) of one probe: the same for every probe of the stage, so two probes'
+        rollouts differ only by the actor (and the sampler's batching)."""
+        return [
+            (f"probe|{task.name}|{m}|{k}", task, round_seed(self.seed, self.round, 900_000 + m * 31 + k))
+            for m, task in enumerate(self.probe_set(tasks))
+            for k in range(self.settings.probe_episodes)
+        ]
+
+    def probe(self, tasks: list[Task], index: int, spec: str) -> tuple[float, float] | None:
+        """Roll out the probe with the actor after `index` joint rounds (run now, or found stored);
+        log and return its (success rate, mean reward), None when the probe is off or nothing scored."""
+        if not self.settings.probe_tasks or not tasks:
+            return None
+        keyed, _ = self._run_plan(
+            self.probe_plan(tasks),
+            f"rpr/{self.round}/probe{index}",
+            lambda: self.store.rpr.probe_jobs(self.round, index),
+            spec,
+            attempt=self.settings.critic_warmup_rounds + index,
+            kind="rpr-probe",
+            what=f"RPR stage {self.round} during the probe after joint round {index}",
+        )
+        scored = [r for _, r in keyed if r.reward is not None]
+        if not scored:
+            return None
+        success = sum(r.success for r in scored) / len(scored)
+        reward = sum(r.reward for r in scored) / len(scored)
+        # Logged at the step of the round it follows: the probe before joint round 1 is the actor
+        # at the end of the warm-up.
+        self._log(
+            self.settings.critic_warmup_rounds + index, {"rpr/probe_success": success, "rpr/probe_reward": reward}
+        )
+        return success, reward
+
+    def _run_plan(
+        self, plan, scope: str, finished, spec: str, *, attempt: int, kind: str, what: str
+    ) -> tuple[list[tuple[str, Rollout]], float]:
+        """Run the (key, task, seed) jobs of `plan` not yet `finished()` under `scope`; return every
+        planned rollout found stored afterwards, in plan order, and the seconds it took."""
+        done = finished()
         todo = [(key, task, seed) for key, task, seed in plan if key not in done]
         started = time.monotonic()
         if todo:
             policy = self._rollout_policy(spec)
             s = self.settings
-
             jobs = [
                 (
                     key,
@@ -197,18 +255,13 @@ class RprStage(KeyedStage):
                             max_turns=s.max_turns,
                             max_reply_tokens=self.config.policy.max_reply_tokens,
                         ),
-                        attempt=iteration,
+                        attempt=attempt,
                     ),
                 )
                 for key, task, seed in todo
             ]
-            self.run_keyed(
-                f"rpr/{self.round}/{iteration}",
-                jobs,
-                kind="rpr-rollout",
-                what=f"RPR stage {self.round} during the rollouts of round {iteration + 1}",
-            )
-        done = self.store.rpr.jobs(self.round, iteration)
+            self.run_keyed(scope, jobs, kind=kind, what=what)
+        done = finished()
         return [
             (key, load_rollout(self.store, done[key])) for key, _, _ in plan if key in done
         ], time.monotonic() - started
@@ -303,6 +356,8 @@ class RprStage(KeyedStage):
         for iteration in range(cursor, self.total):
             warmup = iteration < s.critic_warmup_rounds
             phase = "warmup" if warmup else "joint"
+            if not warmup:
+                self._show_probe(iteration, self.probe(tasks, iteration - s.critic_warmup_rounds, served))
             self._progress(iteration, phase, f"round {iteration + 1}/{self.total} ({phase}): rollouts with {served}")
             keyed, rollout_s = self.rollouts(self.frontier(tasks, iteration), iteration, served)
             rollouts = [r for _, r in keyed]
@@ -388,9 +443,26 @@ class RprStage(KeyedStage):
                 f"{_number(success, 2)} (expected "
                 f"{_number(self._expected.get(iteration, math.nan), 2)}), {fit}" + sampler_warning(stats.sampler_ratio),
             )
+        if s.rounds:
+            self._show_probe(self.total, self.probe(tasks, s.rounds, served))
         self.store.rpr.put_run(self.round, status="done", checkpoint=served, detail=f"{self.total} round(s) done")
         self.bus.emit(RprProgress(self.round, self.total, self.total, "done", f"checkpoint {served}"))
         return self.report()
+
+    def _show_probe(self, iteration: int, result: tuple[float, float] | None) -> None:
+        if self.should_stop():
+            raise InterruptedError(f"RPR stage {self.round} stopped")
+        if result is None:
+            return
+        index = iteration - self.settings.critic_warmup_rounds
+        first = [p.value for p in self.store.metrics.points(self.run_id, "rpr/probe_success")][:1]
+        since = f" (before joint round 1: {first[0]:.2f})" if index and first else ""
+        self._progress(
+            iteration,
+            "joint",
+            f"probe after {index} joint round(s): success {result[0]:.2f}, reward {result[1]:.3f} on "
+            f"{len(self._probe or [])} fixed train task(s) x {self.settings.probe_episodes}{since}",
+        )
 
     def report(self) -> RprReport:
         record = self.store.rpr.run(self.round)

@@ -37,3 +37,7 @@ class RprRepository:
     def jobs(self, round: int, iteration: int) -> dict[str, str]:
         """Finished rollouts of one RPR iteration: key -> episode id."""
         return {k: j.episode_id for k, j in self._jobs.finished(f"rpr/{round}/{iteration}").items()}
+
+    def probe_jobs(self, round: int, index: int) -> dict[str, str]:
+        """Finished rollouts of probe `index` (the actor after that many joint rounds): key -> episode id."""
+        return {k: j.episode_id for k, j in self._jobs.finished(f"rpr/{round}/probe{index}").items()}

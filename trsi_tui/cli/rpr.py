@@ -115,6 +115,7 @@ def rpr_run(
         "reward",
         "success",
         "expected",
+        "probe",
         "value loss",
         "expl. var.",
         "KL",
@@ -123,10 +124,11 @@ def rpr_run(
     for row in report.history:
         table.add_row(
             str(row["round"]),
-            "warm-up" if row.get("rpr/warmup") else "joint",
+            {1.0: "warm-up", 0.0: "joint"}.get(row.get("rpr/warmup"), "start"),
             _fmt(row.get("rpr/reward")),
             _fmt(row.get("rpr/success")),
             _fmt(row.get("rpr/expected_success")),
+            _fmt(row.get("rpr/probe_success")),
             _fmt(row.get("ppo/value_loss")),
             _fmt(row.get("ppo/explained_variance")),
             _fmt(row.get("ppo/kl")),

@@ -29,6 +29,7 @@ PLOTTED = (
     "rpr/reward",
     "rpr/success",
     "rpr/expected_success",
+    "rpr/probe_success",
     "ppo/kl",
     "ppo/value_loss",
     "ppo/explained_variance",

@@ -58,16 +58,18 @@ class DashboardScreen(LiveStoreView, Screen):
 
         def fetch() -> tuple:
             series = []  # RPR rollout reward and success per round, stage after stage
+            probes = []  # the success of each stage's fixed probe, at the round it followed
             offset = 0
             for run in (r for r in store.metrics.runs() if r.startswith("rpr-")):
                 points = {p.step: p.value for p in store.metrics.points(run, "rpr/reward")}
                 wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
                 series += [(offset + step, points[step], wins.get(step, 0.0)) for step in sorted(points)]
+                probes += [(offset + p.step, p.value) for p in store.metrics.points(run, "rpr/probe_success")]
                 offset += max(points, default=0)
             stages = store.stages.all()
             seeds = stored_seeds(stages)
             summary = summarize(store, seeds) if len(seeds) > 1 else []
-            return stages, store.runs.list(50), series, summary
+            return stages, store.runs.list(50), (series, probes), summary
 
         self.load("dashboard", fetch)
         self._refresh_cluster()
@@ -116,7 +118,8 @@ class DashboardScreen(LiveStoreView, Screen):
             runs.move_cursor(row=min(cursor, runs.row_count - 1))
         self._show_now()
 
-    def _plot_reward(self, series: list[tuple[int, float, float]]) -> None:
+    def _plot_reward(self, curves: tuple[list[tuple[int, float, float]], list[tuple[int, float]]]) -> None:
+        series, probes = curves
         plot = self.query_one("#reward", PlotextPlot)
         plt = plot.plt
         plt.clear_data()
@@ -125,6 +128,8 @@ class DashboardScreen(LiveStoreView, Screen):
             xs = [x for x, _, _ in series]
             plt.plot(xs, [r for _, r, _ in series], label="reward", marker="braille")
             plt.plot(xs, [w for _, _, w in series], label="success", marker="braille")
+            if probes:  # the same tasks and seeds every time: this one shows the actor improving
+                plt.plot([x for x, _ in probes], [v for _, v in probes], label="probe success", marker="braille")
             plt.ylim(0, 1)
         self.reward_title = (
             f"RPR rollouts: mean reward and success, {len(series)} round(s)"
