@@ -139,11 +139,13 @@ class RprConfig(_Section):
     # update: its advantages carry no preference between replies (DAPO's dynamic sampling).
     drop_uniform_groups: bool = True
     # The probe: the same `probe_tasks` train tasks x `probe_episodes` sampling seeds, rolled out
-    # by the actor before the first joint round and after every joint round, never trained on.
-    # Rounds take different tasks, so their own success rates do not show whether the actor got
-    # better; the probe's do (same tasks, same seeds: only the actor differs). 0 turns it off.
+    # by the actor before the first joint round, after every `probe_every`-th and after the last,
+    # never trained on. Rounds take different tasks, so their own success rates do not show
+    # whether the actor got better; the probe's do (same tasks, same seeds: only the actor
+    # differs). probe_tasks = 0 turns it off.
     probe_tasks: int = Field(8, ge=0, le=1000)
     probe_episodes: int = Field(2, ge=1, le=64)
+    probe_every: int = Field(1, ge=1, le=1000)
     # token-mean: every action token of a minibatch weighs the same; seq-mean-token-mean: every episode does.
     loss_agg_mode: Literal["token-mean", "seq-mean-token-mean"] = "token-mean"
     normalize_advantages: bool = True

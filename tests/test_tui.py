@@ -273,6 +273,11 @@ async def test_curves_plot_rewards_and_training_metrics(tmp_path: Path):
         await settle(pilot)
         assert screen.run_id == "20261129-130000-sft001"
         assert screen.titles["training"] == "Training metrics: sft/loss"
+        await pilot.press("down")
+        await settle(pilot)
+        assert screen.run_id == "rpr-1"
+        # The rounds' own success, and the probe's on fixed tasks and seeds (what shows the actor improving).
+        assert "rpr/success" in screen.titles["training"] and "rpr/probe_success" in screen.titles["training"]
         assert screen.query_one("#stages").display  # Base has a pass@1, so the stage chart shows
 
 

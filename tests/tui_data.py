@@ -227,6 +227,11 @@ def build_store(path: Path) -> Store:
     ]
     store.metrics.log(
         [MetricPoint("rpr-1", "RPR-1", name, step + 1, v) for name, vs in rpr for step, v in enumerate(vs)]
+        # The probe: the same tasks and seeds after the 3 warm-up rounds and after each joint round.
+        + [
+            MetricPoint("rpr-1", "RPR-1", "rpr/probe_success", step, v)
+            for step, v in ((3, 0.25), (4, 0.25), (5, 0.375), (6, 0.5))
+        ]
     )
 
     clean = RunbookDraft(

@@ -207,7 +207,8 @@ class RprStage(KeyedStage):
     def probe(self, tasks: list[Task], index: int, spec: str) -> tuple[float, float] | None:
         """Roll out the probe with the actor after `index` joint rounds (run now, or found stored);
         log and return its (success rate, mean reward), None when the probe is off or nothing scored."""
-        if not self.settings.probe_tasks or not tasks:
+        s = self.settings
+        if not s.probe_tasks or not tasks or (index % s.probe_every and index != s.rounds):
             return None
         keyed, _ = self._run_plan(
             self.probe_plan(tasks),
