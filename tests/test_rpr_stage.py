@@ -230,6 +230,17 @@ def test_the_probe_rolls_out_the_same_tasks_and_seeds_before_and_after_the_joint
     assert len(store.runs.list(100)) == runs_before
 
 
+def test_the_probe_runs_every_probe_every_rounds_and_after_the_last(tmp_path: Path, real_policy):
+    store = Store(tmp_path / "db.sqlite")
+    stage = make_stage(
+        tmp_path, real_policy, store=store, rounds=3, critic_warmup_rounds=0, probe_tasks=1, probe_every=2
+    )
+    stage.run()
+    # Before joint round 1 (step 0), after round 2, and after round 3 because it is the last.
+    assert [p.step for p in store.metrics.points("rpr-1", "rpr/probe_success")] == [0, 2, 3]
+    assert [len(store.rpr.probe_jobs(1, j)) for j in range(4)] == [2, 0, 2, 2]
+
+
 def test_a_killed_stage_resumes_where_it_stopped_to_the_same_weights(tmp_path: Path, real_policy):
     straight = make_stage(tmp_path / "a", real_policy, store=Store(tmp_path / "a.sqlite"))
     straight.run()
