@@ -33,6 +33,7 @@ from engine.rpr.rollouts import Rollout, load_rollout
 from engine.rpr.sampling import Evidence, choose_tasks, informative
 from engine.stage import KeyedStage, StageContext, round_seed
 from engine.store.records import MetricPoint
+from engine.store.rpr import probe_scope, round_scope
 from engine.tasks import Task
 from engine.tasks.similarity import TaskSimilarity
 
@@ -179,8 +180,7 @@ class RprStage(KeyedStage):
         """The round's rollouts with their keys (run now or found stored), and the seconds it took."""
         return self._run_plan(
             self.round_plan(tasks, iteration),
-            f"rpr/{self.round}/{iteration}",
-            lambda: self.store.rpr.jobs(self.round, iteration),
+            round_scope(self.round, iteration),
             spec,
             attempt=iteration,
             kind="rpr-rollout",
@@ -212,13 +212,14 @@ class RprStage(KeyedStage):
             return None
         keyed, _ = self._run_plan(
             self.probe_plan(tasks),
-            f"rpr/{self.round}/probe{index}",
-            lambda: self.store.rpr.probe_jobs(self.round, index),
+            probe_scope(self.round, index),
             spec,
-            attempt=self.settings.critic_warmup_rounds + index,
+            attempt=s.critic_warmup_rounds + index,
             kind="rpr-probe",
             what=f"RPR stage {self.round} during the probe after joint round {index}",
         )
+        if self.should_stop():
+            raise InterruptedError(f"RPR stage {self.round} stopped")
         scored = [r for _, r in keyed if r.reward is not None]
         if not scored:
             return None
@@ -226,17 +227,15 @@ class RprStage(KeyedStage):
         reward = sum(r.reward for r in scored) / len(scored)
         # Logged at the step of the round it follows: the probe before joint round 1 is the actor
         # at the end of the warm-up.
-        self._log(
-            self.settings.critic_warmup_rounds + index, {"rpr/probe_success": success, "rpr/probe_reward": reward}
-        )
+        self._log(s.critic_warmup_rounds + index, {"rpr/probe_success": success, "rpr/probe_reward": reward})
         return success, reward
 
     def _run_plan(
-        self, plan, scope: str, finished, spec: str, *, attempt: int, kind: str, what: str
+        self, plan, scope: str, spec: str, *, attempt: int, kind: str, what: str
     ) -> tuple[list[tuple[str, Rollout]], float]:
-        """Run the (key, task, seed) jobs of `plan` not yet `finished()` under `scope`; return every
+        """Run the (key, task, seed) jobs of `plan` not yet finished under `scope`; return every
         planned rollout found stored afterwards, in plan order, and the seconds it took."""
-        done = finished()
+        done = self.store.rpr.finished(scope)
         todo = [(key, task, seed) for key, task, seed in plan if key not in done]
         started = time.monotonic()
         if todo:
@@ -262,7 +261,7 @@ class RprStage(KeyedStage):
                 for key, task, seed in todo
             ]
             self.run_keyed(scope, jobs, kind=kind, what=what)
-        done = finished()
+        done = self.store.rpr.finished(scope)
         return [
             (key, load_rollout(self.store, done[key])) for key, _, _ in plan if key in done
         ], time.monotonic() - started
@@ -451,8 +450,6 @@ class RprStage(KeyedStage):
         return self.report()
 
     def _show_probe(self, iteration: int, result: tuple[float, float] | None) -> None:
-        if self.should_stop():
-            raise InterruptedError(f"RPR stage {self.round} stopped")
         if result is None:
             return
         index = iteration - self.settings.critic_warmup_rounds
