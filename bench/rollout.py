@@ -1,17 +1,20 @@
 """Rollout throughput with the bundled model: the batched llama.cpp backend against the
 single-sequence one (one context per episode), side by side in one run.
 
-    python bench/rollout.py [--episodes 24] [--concurrency 1,2,4,8,16] [--out FILE]
+    python bench/rollout.py [--episodes 24] [--concurrency 1,2,4,8,16] [--weights as-is,q8_0] [--out FILE]
 
 1. Raw batched decode: llama.cpp alone (no sampling, no harness) decoding B sequences of a
    realistic prompt length in one batch per token, in the context the batched backend uses:
-   the limit the backend can approach at batch B.
+   the limit the backend can approach at batch B; and how fast it reads a prompt.
 2. The RSR explore workload: the bundled model, the fenced-bash-plain harness (the demo's), the
    built-in train tasks, 3 turns, temperature 0.8, local sandboxes; the same tasks and seeds for
    each backend and concurrency. Each configuration runs in its own process, so its peak memory
    (max RSS) is its own.
 3. Determinism: the batched backend at one concurrency run twice, and against itself at
    concurrency 1 (the single-sequence path): the share of episodes with identical tokens.
+
+`--weights` measures the batched backend (and raw decode) once per `[policy] gguf_weights`
+type; the single-sequence anchor always serves the file as it is, as it did before.
 
 Prints a table and writes bench/results/rollout.json.
 """
@@ -33,14 +36,14 @@ MODEL = "bundled:smollm2-135m"
 HARNESS = "fenced-bash-plain"
 
 
-def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int) -> list[dict]:
+def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str = "as-is") -> list[dict]:
     import llama_cpp as L
     import numpy as np
 
     from engine.policy import load_policy
     from engine.policy.llamacpp_batched import N_BATCH, context_params
 
-    policy = load_policy(MODEL, n_ctx=1024, instances=1)  # the tokenizer and the loaded weights
+    policy = load_policy(MODEL, n_ctx=1024, instances=1, weights=weights)  # the tokenizer and the loaded weights
     llm = policy._llm  # noqa: SLF001 - raw llama.cpp on the same weights
     slots = max(batch_sizes)
     ctx = L.llama_init_from_model(
@@ -65,22 +68,31 @@ def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int) -> list[dict
     rows = []
     for b in batch_sizes:
         L.llama_memory_clear(mem, True)
+        start_read = time.perf_counter()
         for seq in range(b):
             prompt = rng.integers(100, 40000, prompt_len).tolist()
             for start in range(0, prompt_len, N_BATCH):
                 decode([(t, start + i, seq) for i, t in enumerate(prompt[start : start + N_BATCH])])
+        read = time.perf_counter() - start_read
         t = time.perf_counter()
         for k in range(steps):
             decode([(1000 + seq + k, prompt_len + k, seq) for seq in range(b)])
         seconds = time.perf_counter() - t
-        rows.append({"batch": b, "tokens_per_s": round(b * steps / seconds, 1)})
+        rows.append(
+            {
+                "weights": weights,
+                "batch": b,
+                "tokens_per_s": round(b * steps / seconds, 1),
+                "prompt_tokens_per_s": round(b * prompt_len / read, 1),
+            }
+        )
     L.llama_batch_free(batch)
     L.llama_free(ctx)
     policy.close()
     return rows
 
 
-def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
+def episodes(backend: str, concurrency: int, n: int, sequences: int, weights: str = "as-is") -> dict:
     """One configuration (run in a child process): episodes/min, tokens, and each episode's tokens."""
     from engine.config import Config
     from engine.paths import builtin_tasks_dir
@@ -92,7 +104,9 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
 
     train = load_suite(builtin_tasks_dir()).split("train")
     tasks = [train[i % len(train)] for i in range(n)]
-    policy = load_policy(MODEL, n_ctx=4096, instances=concurrency, llama_backend=backend, sequences=sequences)
+    policy = load_policy(
+        MODEL, n_ctx=4096, instances=concurrency, llama_backend=backend, sequences=sequences, weights=weights
+    )
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
 
     def agent(i: int):
@@ -112,6 +126,7 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
     prompt_read = sum(s.prompt_tokens for s in steps)
     return {
         "backend": backend,
+        "weights": weights,
         "concurrency": concurrency,
         "episodes": len(results),
         "errors": sum(r.status == "infra_error" for r in results),
@@ -128,15 +143,15 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int) -> dict:
     }
 
 
-def child(backend: str, concurrency: int, n: int, sequences: int) -> dict:
+def child(backend: str, concurrency: int, n: int, sequences: int, weights: str = "as-is") -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", f"{backend},{concurrency},{n},{sequences}"],
+        [sys.executable, __file__, "--child", f"{backend},{concurrency},{n},{sequences},{weights}"],
         capture_output=True,
         text=True,
         check=False,
     )
     if out.returncode != 0:
-        raise SystemExit(f"{backend} at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
+        raise SystemExit(f"{backend} ({weights}) at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -167,30 +182,37 @@ def main() -> int:
     ap.add_argument("--raw-batches", default="1,2,4,8,16")
     ap.add_argument("--prompt-len", type=int, default=400, help="raw decode: prompt tokens per sequence")
     ap.add_argument("--determinism-at", type=int, default=8)
+    ap.add_argument("--weights", default="as-is", help="the batched backend's [policy] gguf_weights, comma-separated")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
     ap.add_argument("--raw-only", action="store_true", help="measure raw batched decode only (about a minute)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        backend, c, n, seqs = args.child.split(",")
-        print(json.dumps(episodes(backend, int(c), int(n), int(seqs))))
+        backend, c, n, seqs, weights = args.child.split(",")
+        print(json.dumps(episodes(backend, int(c), int(n), int(seqs), weights)))
         return 0
 
     levels = [int(x) for x in args.concurrency.split(",")]
-    raw = raw_decode([int(x) for x in args.raw_batches.split(",")], args.prompt_len, 48)
+    kinds = args.weights.split(",")
+    batches = [int(x) for x in args.raw_batches.split(",")]
+    raw = [row for w in kinds for row in raw_decode(batches, args.prompt_len, 48, w)]
     print("raw batched decode (llama.cpp alone, prompt of", args.prompt_len, "tokens):")
     for row in raw:
-        print(f"  batch {row['batch']:>3}: {row['tokens_per_s']:>7.1f} tok/s")
+        print(
+            f"  {row['weights']:<6} batch {row['batch']:>3}: {row['tokens_per_s']:>7.1f} tok/s decode,"
+            f" {row['prompt_tokens_per_s']:>7.1f} tok/s reading the prompts"
+        )
     if args.raw_only:
         return 0
 
+    configs = [("instances", "as-is")] + [("batched", w) for w in kinds]
     rows = []
     for c in levels:
-        for backend in ("instances", "batched"):
-            row = child(backend, c, args.episodes, args.sequences)
+        for backend, weights in configs:
+            row = child(backend, c, args.episodes, args.sequences, weights)
             rows.append(row)
             print(
-                f"  {backend:<10} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
+                f"  {backend:<10} {weights:<6} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
                 f"  {row['generated_tokens_per_s']:>6.1f} gen tok/s  {row['peak_rss_mb']:>6} MB"
                 f"  ({row['episodes']} episodes, {row['errors']} errors)",
                 flush=True,
@@ -199,29 +221,37 @@ def main() -> int:
     best_batched = max(r["episodes_per_min"] for r in rows if r["backend"] == "batched")
 
     at = args.determinism_at
-    first = next(r for r in rows if r["backend"] == "batched" and r["concurrency"] == at)
-    again = child("batched", at, args.episodes, args.sequences)
-    single = next(r for r in rows if r["backend"] == "batched" and r["concurrency"] == 1)
-    determinism = {
-        "concurrency": at,
-        "same_episode_run_to_run": round(same_share(first, again), 3),
-        "same_episode_as_concurrency_1": round(same_share(first, single), 3),
-        "first_difference_run_to_run": first_differences(first, again),
-        "first_difference_vs_concurrency_1": first_differences(first, single),
-    }
+    determinism, agains = [], []
+    for w in kinds:
+        mine = [r for r in rows if r["backend"] == "batched" and r["weights"] == w]
+        first = next(r for r in mine if r["concurrency"] == at)
+        again = child("batched", at, args.episodes, args.sequences, w)
+        agains.append(again)
+        single = next(r for r in mine if r["concurrency"] == 1)
+        determinism.append(
+            {
+                "weights": w,
+                "concurrency": at,
+                "same_episode_run_to_run": round(same_share(first, again), 3),
+                "same_episode_as_concurrency_1": round(same_share(first, single), 3),
+                "first_difference_run_to_run": first_differences(first, again),
+                "first_difference_vs_concurrency_1": first_differences(first, single),
+            }
+        )
 
-    print(f"\n{'backend':<10}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
+    print(f"\n{'backend':<10}{'weights':<8}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
     for r in rows:
         print(
-            f"{r['backend']:<10}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}{r['generated_tokens_per_s']:>11.1f}"
-            f"{r['peak_rss_mb']:>9}{r['passed']:>8}"
+            f"{r['backend']:<10}{r['weights']:<8}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}"
+            f"{r['generated_tokens_per_s']:>11.1f}{r['peak_rss_mb']:>9}{r['passed']:>8}"
         )
     print(
         f"\nbest episodes/min: instances {best_today:.2f}, batched {best_batched:.2f} "
         f"({best_batched / best_today:.2f}x; target 2.5x)"
     )
-    print(f"determinism at concurrency {at}: {determinism}")
-    for r in [*rows, again]:
+    for d in determinism:
+        print(f"determinism at concurrency {at}: {d}")
+    for r in [*rows, *agains]:
         r.pop("tokens", None)
         r.pop("masks", None)
     payload = {

@@ -178,6 +178,7 @@ class Engine:
                     instances=concurrency or self.config.eval.concurrency,
                     llama_backend=self.config.policy.llama_backend,
                     sequences=self.config.policy.sequences,
+                    weights=self.config.policy.gguf_weights,
                 )
 
             def factory(t, s: int, a: int):

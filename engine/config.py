@@ -49,6 +49,9 @@ class PolicyConfig(_Section):
     # The most tokens one model reply may have (every model agent: eval, RSR, RPR). A reply that
     # never closes its action runs to this limit, and on the CPU its tokens are most of the time.
     max_reply_tokens: int = Field(512, ge=16, le=32768)
+    # GGUF models are served from their weights re-encoded in this type ("as-is": the file's own).
+    # Q8_0 goes through llama.cpp's tiled matrix kernels, Q4_1 does not (docs/agents.md).
+    gguf_weights: Literal["as-is", "q8_0"] = "as-is"
 
 
 class EvalConfig(_Section):
@@ -298,6 +301,7 @@ concurrency = 2
 llama_backend = "batched"  # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
 sequences = 8              # at most this many episodes decode in one batch
 max_reply_tokens = 512     # the most tokens one model reply may have
+gguf_weights = "as-is"     # GGUF weights served as the file has them, or re-encoded as "q8_0"
 
 [cluster]                  # where episodes run (docs/cluster.md)
 engine = "local"           # local (threads of this process) or ray (actors on a Ray cluster)

@@ -56,7 +56,11 @@ class StageContext:
 
         policy = self.config.policy
         return load_policy(
-            spec, instances=self.concurrency, llama_backend=policy.llama_backend, sequences=policy.sequences
+            spec,
+            instances=self.concurrency,
+            llama_backend=policy.llama_backend,
+            sequences=policy.sequences,
+            weights=policy.gguf_weights,
         )
 
     def rollout_policy(self, spec: str):

@@ -78,8 +78,9 @@ def recompute_logprobs(policy, prompt: list[int], ids: tuple[int, ...], temperat
     return np.array(out)
 
 
-def test_concurrent_episodes_record_the_tokens_and_logprobs_a_recomputation_gives():
-    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4)
+@pytest.mark.parametrize("weights", ["as-is", "q8_0"])
+def test_concurrent_episodes_record_the_tokens_and_logprobs_a_recomputation_gives(weights):
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4, weights=weights)
     prompts = [prompt_for(policy, t) for t in TASKS]
     results, errors = run_concurrently(policy, prompts, dict(max_tokens=24, temperature=0.7))
     assert errors == [None] * 4
@@ -90,13 +91,14 @@ def test_concurrent_episodes_record_the_tokens_and_logprobs_a_recomputation_give
     policy.close()
 
 
-def test_the_same_seeds_give_the_same_episodes_whatever_runs_beside_them():
+@pytest.mark.parametrize("weights", ["as-is", "q8_0"])
+def test_the_same_seeds_give_the_same_episodes_whatever_runs_beside_them(weights):
     """Decoding in a batch is bit-identical to decoding alone; prompts are read one sequence at a time."""
-    together_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4)
+    together_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=4, sequences=4, weights=weights)
     prompts = [prompt_for(together_policy, t) for t in TASKS]
     together, _ = run_concurrently(together_policy, prompts, dict(max_tokens=16, temperature=0.9))
     together_policy.close()
-    alone_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1)
+    alone_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1, weights=weights)
     alone = [alone_policy.generate_ids(p, seed=i, max_tokens=16, temperature=0.9) for i, p in enumerate(prompts)]
     alone_policy.close()
     assert [g.token_ids for g in together] == [g.token_ids for g in alone]

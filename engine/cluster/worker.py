@@ -268,6 +268,7 @@ class RolloutWorker:
             threads=max(1, self.cpus),
             llama_backend=config.policy.llama_backend,
             sequences=config.policy.sequences,
+            weights=config.policy.gguf_weights,
             name=shipped.spec,
         )
         fresh = _Loaded(shipped.digest, shipped.spec, policy)

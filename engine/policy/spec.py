@@ -70,11 +70,14 @@ def load_policy(
     instances: int = 1,
     llama_backend: str = "batched",
     sequences: int = 8,
+    weights: str = "as-is",
     name: str | None = None,
 ) -> Policy:
     """`instances`: concurrent episodes the policy serves. For GGUF models, `llama_backend`
     "batched" (the default) serves them as sequences of one llama.cpp context, at most
     `sequences` decoding per batch; "instances" keeps one llama.cpp context per episode.
+    `weights` ("as-is", "q8_0"): GGUF models are served from a copy of their weights
+    re-encoded in that type and cached (engine/policy/gguf_weights.py says why).
     `name` (what episodes record as their model) defaults to the spec: a cluster worker serving
     its own copy of the head's files keeps the head's name."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
@@ -98,6 +101,11 @@ def load_policy(
     model, *options = spec.target.split("+")
     lora = next((Path(o[len("lora=") :]).expanduser() for o in options if o.startswith("lora=")), None)
     path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
+    if weights != "as-is":
+        from engine.paths import resolve_paths
+        from engine.policy.gguf_weights import reencoded_gguf
+
+        path = reencoded_gguf(path, weights, resolve_paths().cache_dir / "models")
     if llama_backend == "instances":
         return LlamaCppPolicy(path, name=name, n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
     if llama_backend != "batched":
