@@ -9,6 +9,7 @@ sandbox, and that a model samples the same tokens there as here.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import threading
@@ -154,17 +155,20 @@ def test_a_job_the_cluster_cannot_rebuild_is_a_clear_error(cluster, tmp_path):
         )
 
 
-def test_cluster_status_lists_both_nodes_with_their_backends(cluster, tmp_path, monkeypatch):
+def test_cluster_status_lists_both_nodes_with_their_backends(cluster, tmp_path):
     from trsi_tui.cli import cli
 
+    out = tmp_path / "status.json"
     result = CliRunner().invoke(
         cli,
-        ["--home", str(tmp_path / "home"), "cluster", "status", "--cluster", cluster.address, "--json", "s.json"],
+        ["--home", str(tmp_path / "home"), "cluster", "status", "--cluster", cluster.address, "--json", str(out)],
         obj={},
     )
     assert result.exit_code == 0, result.output
     assert "cluster: 2 nodes" in result.output or "cluster: 3 nodes" in result.output
     assert "local" in result.output
+    nodes = json.loads(out.read_text())["nodes"]
+    assert len(nodes) >= 2 and all("local" in n["backends"] for n in nodes)
 
 
 @pytest.mark.skipif(not HAS_MODEL, reason="needs the model extra")
