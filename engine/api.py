@@ -163,7 +163,7 @@ class Engine:
                 )
             chosen = [t for t in chosen if t.name in set(only)]
         if agent == "model":
-            from engine.policy import PolicyError, load_policy, parse_model_spec
+            from engine.policy import PolicyError, load_configured_policy, parse_model_spec
             from engine.stage import KeyedStage, task_seed
 
             if not model:
@@ -173,12 +173,8 @@ class Engine:
             if self.executor() is None:
                 # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode);
                 # on a cluster each worker loads its own replica instead.
-                policy = load_policy(
-                    model,
-                    instances=concurrency or self.config.eval.concurrency,
-                    llama_backend=self.config.policy.llama_backend,
-                    sequences=self.config.policy.sequences,
-                    weights=self.config.policy.gguf_weights,
+                policy = load_configured_policy(
+                    model, self.config.policy, instances=concurrency or self.config.eval.concurrency
                 )
 
             def factory(t, s: int, a: int):

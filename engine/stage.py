@@ -52,16 +52,9 @@ class StageContext:
     def load_policy(self, spec: str):
         if self.policy_loader is not None:
             return self.policy_loader(spec)
-        from engine.policy import load_policy
+        from engine.policy import load_configured_policy
 
-        policy = self.config.policy
-        return load_policy(
-            spec,
-            instances=self.concurrency,
-            llama_backend=policy.llama_backend,
-            sequences=policy.sequences,
-            weights=policy.gguf_weights,
-        )
+        return load_configured_policy(spec, self.config.policy, instances=self.concurrency)
 
     def rollout_policy(self, spec: str):
         """The policy episodes of `spec` sample from here; None when they run on cluster workers,

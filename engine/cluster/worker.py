@@ -258,17 +258,15 @@ class RolloutWorker:
             return self._load(shipped, request.config)
 
     def _load(self, shipped: ShippedModel, config: Config) -> _Loaded:
-        from engine.policy import load_policy
+        from engine.policy import load_configured_policy
 
-        policy = load_policy(
+        policy = load_configured_policy(
             self.cache.model(shipped),
+            config.policy,
             instances=self.slots,
             # The node's CPUs as Ray counts them, not the machine's: nodes that share a machine must
             # not each spin a thread per core (two such replicas on 2 cores ran 4x slower).
             threads=max(1, self.cpus),
-            llama_backend=config.policy.llama_backend,
-            sequences=config.policy.sequences,
-            weights=config.policy.gguf_weights,
             name=shipped.spec,
         )
         fresh = _Loaded(shipped.digest, shipped.spec, policy)

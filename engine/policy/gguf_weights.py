@@ -17,13 +17,11 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import Literal
 
 from engine.policy.base import PolicyError
 
 log = logging.getLogger(__name__)
 
-GgufWeights = Literal["as-is", "q8_0"]
 WEIGHT_TYPES: tuple[str, ...] = ("as-is", "q8_0")
 
 

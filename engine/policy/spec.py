@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.policy.base import Policy, PolicyError
+
+if TYPE_CHECKING:
+    from engine.config import PolicyConfig
 
 SPEC_HELP = (
     "bundled:smollm2-135m[+lora=FILE] | gguf:PATH[+lora=FILE] | openai:URL#MODEL | hf:PATH_OR_ID[+adapter=PATH][+4bit]"
@@ -114,6 +118,27 @@ def load_policy(
 
     return BatchedLlamaCppPolicy(
         path, name=name, n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora
+    )
+
+
+def load_configured_policy(
+    spec: ModelSpec | str,
+    settings: PolicyConfig,
+    *,
+    instances: int,
+    threads: int | None = None,
+    name: str | None = None,
+) -> Policy:
+    """`load_policy` with the GGUF choices of a config's `[policy]` section (backend, sequences
+    per batch, weights), so that every place that serves a model serves it the same way."""
+    return load_policy(
+        spec,
+        instances=instances,
+        threads=threads,
+        llama_backend=settings.llama_backend,
+        sequences=settings.sequences,
+        weights=settings.gguf_weights,
+        name=name,
     )
 
 
