@@ -6,9 +6,10 @@ single-sequence one (one context per episode), side by side in one run.
 1. Raw batched decode: llama.cpp alone (no sampling, no harness) decoding B sequences of a
    realistic prompt length in one batch per token, in the context the batched backend uses:
    the limit the backend can approach at batch B; and how fast it reads a prompt.
-2. The RSR explore workload: the bundled model, the fenced-bash-plain harness (the demo's), the
-   built-in train tasks, 3 turns, temperature 0.8, local sandboxes; the same tasks and seeds for
-   each backend and concurrency. Each configuration runs in its own process, so its peak memory
+2. The RSR explore workload: the bundled model, the demo preset's explore harness and reply
+   limit (`[rsr] harnesses`, `[policy] max_reply_tokens`; `--harness`, `--max-reply-tokens`
+   override them), the built-in train tasks, 3 turns, temperature 0.8, local sandboxes; the same
+   tasks and seeds for each backend and concurrency. Each configuration runs in its own process, so its peak memory
    (max RSS) is its own.
 3. Determinism: the batched backend at one concurrency run twice, and against itself at
    concurrency 1 (the single-sequence path): the share of episodes with identical tokens.
@@ -33,7 +34,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MODEL = "bundled:smollm2-135m"
-HARNESS = "fenced-bash-plain"
+
+
+def demo_workload() -> tuple[str, int]:
+    """The harness and reply limit the demo explores with, so the bench follows the preset."""
+    from engine.config import load_preset
+
+    demo = load_preset("demo")
+    return demo.rsr.harnesses[0], demo.policy.max_reply_tokens
 
 
 def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str = "as-is") -> list[dict]:
@@ -92,7 +100,9 @@ def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str
     return rows
 
 
-def episodes(backend: str, concurrency: int, n: int, sequences: int, weights: str = "as-is") -> dict:
+def episodes(
+    backend: str, concurrency: int, n: int, sequences: int, weights: str, harness: str, max_reply_tokens: int
+) -> dict:
     """One configuration (run in a child process): episodes/min, tokens, and each episode's tokens."""
     from engine.config import Config
     from engine.paths import builtin_tasks_dir
@@ -110,7 +120,9 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int, weights: st
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
 
     def agent(i: int):
-        return lambda: ModelAgent(policy, get_harness(HARNESS), temperature=0.8, seed=i, max_turns=3)
+        return lambda: ModelAgent(
+            policy, get_harness(harness), temperature=0.8, seed=i, max_turns=3, max_tokens_per_turn=max_reply_tokens
+        )
 
     t = time.perf_counter()
     _, results = runner.run(
@@ -124,6 +136,19 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int, weights: st
     steps = [s for r in results for s in r.steps]
     generated = sum(len(s.token_ids) for s in steps)
     prompt_read = sum(s.prompt_tokens for s in steps)
+    split = {}
+    if backend == "batched":
+        # Where the scheduler's time went: next-token batches, prompt chunks, and the rest
+        # (no sequence ready: commands running, Python between turns).
+        sched = policy.scheduler
+        split = {
+            "decode_s": round(sched.decode_seconds, 2),
+            "prompt_s": round(sched.prompt_seconds, 2),
+            "mean_decode_batch": round(sched.decode_tokens / max(1, sched.decode_steps), 2),
+            "decode_tokens_per_s_in_decode": round(sched.decode_tokens / max(1e-9, sched.decode_seconds), 1),
+            "prompt_tokens_per_s_in_prompt": round(sched.prompt_tokens / max(1e-9, sched.prompt_seconds), 1),
+            "shared_prefix_tokens": sched.shared_prefix_tokens,
+        }
     return {
         "backend": backend,
         "weights": weights,
@@ -137,19 +162,16 @@ def episodes(backend: str, concurrency: int, n: int, sequences: int, weights: st
         "generated_tokens_per_s": round(generated / wall, 1),
         "prompt_tokens": prompt_read,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        **split,
         # Job i ran seed i; the episode id ends with the job's index.
         "tokens": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_ids) for r in results},
         "masks": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_mask) for r in results},
     }
 
 
-def child(backend: str, concurrency: int, n: int, sequences: int, weights: str = "as-is") -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", f"{backend},{concurrency},{n},{sequences},{weights}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def child(backend: str, concurrency: int, n: int, sequences: int, weights: str, harness: str, max_reply: int) -> dict:
+    spec = f"{backend},{concurrency},{n},{sequences},{weights},{harness},{max_reply}"
+    out = subprocess.run([sys.executable, __file__, "--child", spec], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{backend} ({weights}) at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -183,14 +205,20 @@ def main() -> int:
     ap.add_argument("--prompt-len", type=int, default=400, help="raw decode: prompt tokens per sequence")
     ap.add_argument("--determinism-at", type=int, default=8)
     ap.add_argument("--weights", default="as-is", help="the batched backend's [policy] gguf_weights, comma-separated")
+    ap.add_argument("--harness", help="the episodes' harness (default: the demo preset's explore harness)")
+    ap.add_argument("--max-reply-tokens", type=int, help="tokens one reply may have (default: the demo preset's)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
     ap.add_argument("--raw-only", action="store_true", help="measure raw batched decode only (about a minute)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        backend, c, n, seqs, weights = args.child.split(",")
-        print(json.dumps(episodes(backend, int(c), int(n), int(seqs), weights)))
+        backend, c, n, seqs, weights, harness, max_reply = args.child.split(",")
+        print(json.dumps(episodes(backend, int(c), int(n), int(seqs), weights, harness, int(max_reply))))
         return 0
+
+    demo_harness, demo_max_reply = demo_workload()
+    harness = args.harness or demo_harness
+    max_reply = args.max_reply_tokens or demo_max_reply
 
     levels = [int(x) for x in args.concurrency.split(",")]
     if args.determinism_at not in levels:
@@ -208,10 +236,11 @@ def main() -> int:
         return 0
 
     configs = [("instances", "as-is")] + [("batched", w) for w in kinds]
+    print(f"episodes: {args.episodes} per row, harness {harness}, replies up to {max_reply} tokens, 3 turns")
     rows = []
     for c in levels:
         for backend, weights in configs:
-            row = child(backend, c, args.episodes, args.sequences, weights)
+            row = child(backend, c, args.episodes, args.sequences, weights, harness, max_reply)
             rows.append(row)
             print(
                 f"  {backend:<10} {weights:<6} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
@@ -227,7 +256,7 @@ def main() -> int:
     for w in kinds:
         mine = [r for r in rows if r["backend"] == "batched" and r["weights"] == w]
         first = next(r for r in mine if r["concurrency"] == at)
-        again = child("batched", at, args.episodes, args.sequences, w)
+        again = child("batched", at, args.episodes, args.sequences, w, harness, max_reply)
         agains.append(again)
         single = next((r for r in mine if r["concurrency"] == 1), None)  # without level 1, no such check
         determinism.append(
@@ -247,6 +276,19 @@ def main() -> int:
             f"{r['backend']:<10}{r['weights']:<8}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}"
             f"{r['generated_tokens_per_s']:>11.1f}{r['peak_rss_mb']:>9}{r['passed']:>8}"
         )
+    split = [r for r in rows if "decode_s" in r]
+    if split:
+        print(
+            f"\n{'weights':<8}{'c':>4}{'decode s':>10}{'prompt s':>10}{'other s':>9}{'batch':>7}"
+            f"{'decode tok/s':>14}{'prompt tok/s':>14}"
+        )
+        for r in split:
+            other = r["wall_s"] - r["decode_s"] - r["prompt_s"]
+            print(
+                f"{r['weights']:<8}{r['concurrency']:>4}{r['decode_s']:>10.1f}{r['prompt_s']:>10.1f}{other:>9.1f}"
+                f"{r['mean_decode_batch']:>7.2f}{r['decode_tokens_per_s_in_decode']:>14.1f}"
+                f"{r['prompt_tokens_per_s_in_prompt']:>14.1f}"
+            )
     print(
         f"\nbest episodes/min: instances {best_today:.2f}, batched {best_batched:.2f} "
         f"({best_batched / best_today:.2f}x; target 2.5x)"
@@ -258,7 +300,8 @@ def main() -> int:
         r.pop("masks", None)
     payload = {
         "model": MODEL,
-        "harness": HARNESS,
+        "harness": harness,
+        "max_reply_tokens": max_reply,
         "episodes": args.episodes,
         "raw_decode": raw,
         "rows": rows,

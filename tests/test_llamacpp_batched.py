@@ -230,3 +230,18 @@ def test_a_one_off_reply_gives_its_slot_back():
     policy.generate_ids(prompt_for(policy, TASKS[1]), max_tokens=4, temperature=0.0)  # an episode's turn
     assert sorted(len(s.tokens) == 0 for s in policy.scheduler.slots) == [False, True]
     policy.close()
+
+
+def test_the_scheduler_accounts_its_time_to_prompts_and_next_token_batches():
+    """bench/rollout.py splits a run's generation time with these counters: every token fed
+    is counted once, as prompt or as decode, and each kind's time is its own."""
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1, sequences=1)
+    prompt = prompt_for(policy, TASKS[0])
+    gen = policy.generate_ids(prompt, max_tokens=6, temperature=1.0, seed=3, stop_at=lambda text: False)
+    sched = policy.scheduler
+    assert len(gen.token_ids) > 1  # a reply, not an immediate end of turn
+    assert sched.prompt_tokens == len(prompt)  # the first token is sampled from the prompt's last logits
+    assert sched.decode_tokens == sched.decode_steps == len(gen.token_ids) - 1
+    assert sched.prompt_tokens + sched.decode_tokens == sched.batch_tokens
+    assert sched.prompt_seconds > 0 and sched.decode_seconds > 0
+    policy.close()

@@ -145,10 +145,16 @@ class _Scheduler:
         self.active: list[_Request] = []
         self.cond = threading.Condition()
         self.closed = False
-        # Counters for benches and tests.
+        # Counters for benches and tests. The time split says where a run's generation time
+        # went: batches of next tokens, against chunks of prompts read one sequence at a time.
         self.steps = 0
         self.batch_tokens = 0
         self.shared_prefix_tokens = 0
+        self.decode_steps = 0
+        self.decode_tokens = 0
+        self.decode_seconds = 0.0
+        self.prompt_tokens = 0
+        self.prompt_seconds = 0.0
         self.thread = threading.Thread(target=self._loop, name="llama-batch", daemon=True)
         self.thread.start()
 
@@ -294,6 +300,7 @@ class _Scheduler:
         if n == 0:
             return
         b.n_tokens = n
+        started = time.perf_counter()
         rc = L.llama_decode(self.ctx, b)
         if rc == 1:  # a sequence's stream is full (the budget should prevent it): fail the largest
             victim = max(self.active, key=lambda r: len(r.slot.tokens) + len(r.pending))
@@ -331,6 +338,14 @@ class _Scheduler:
                     req.finish = "action"
             if req.finish != "length" or len(req.ids) >= req.budget:
                 self._finish(req)
+        elapsed = time.perf_counter() - started
+        if reading is not None:
+            self.prompt_tokens += n
+            self.prompt_seconds += elapsed
+        else:
+            self.decode_steps += 1
+            self.decode_tokens += n
+            self.decode_seconds += elapsed
 
     def _drop_cache(self, slot: _Slot | None) -> None:
         if slot is not None:
