@@ -9,8 +9,9 @@ single-sequence one (one context per episode), side by side in one run.
 2. The RSR explore workload: the bundled model, the demo preset's explore harness and reply
    limit (`[rsr] harnesses`, `[policy] max_reply_tokens`; `--harness`, `--max-reply-tokens`
    override them), the built-in train tasks, 3 turns, temperature 0.8, local sandboxes; the same
-   tasks and seeds for each backend and concurrency. Each configuration runs in its own process, so its peak memory
-   (max RSS) is its own.
+   tasks and seeds for each backend and concurrency. Each configuration runs in its own
+   process, so its peak memory (max RSS) is its own. For the batched backend, where the
+   scheduler's time went: next-token batches, prompt chunks, and the rest.
 3. Determinism: the batched backend at one concurrency run twice, and against itself at
    concurrency 1 (the single-sequence path): the share of episodes with identical tokens.
 

@@ -147,7 +147,6 @@ class _Scheduler:
         self.closed = False
         # Counters for benches and tests. The time split says where a run's generation time
         # went: batches of next tokens, against chunks of prompts read one sequence at a time.
-        self.steps = 0
         self.batch_tokens = 0
         self.shared_prefix_tokens = 0
         self.decode_steps = 0
@@ -311,7 +310,6 @@ class _Scheduler:
                 self._drop_cache(req.slot)
                 self._finish(req, error=f"llama_decode failed (code {rc})")
             return
-        self.steps += 1
         self.batch_tokens += n
         for req, tokens in fed:
             req.slot.tokens.extend(tokens)
