@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import Config, parse_config
+from engine.events import EpisodePhase
 from engine.results import EpisodeResult
 from engine.rollout.agents import OracleAgent
 from engine.rollout.episode import run_episode
@@ -179,30 +180,38 @@ def test_writes_outside_the_workspace_leave_the_host_unchanged(tmp_path: Path, b
     assert not Path("/usr/bin/trsi-evil").exists() and not Path("/etc/trsi-evil").exists()
 
 
-def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend: str):
-    victim = load_task(write_task(tmp_path, "victim", solve="sleep 60", toml="[agent]\ntimeout_sec = 90\n"))
+@pytest.mark.parametrize("phase", ["setup", "agent"])
+def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend: str, phase: str):
+    # The victim sleeps in the phase under attack, so the kill lands there whatever the machine's speed.
+    setup = "mkdir -p /app; sleep 60" if phase == "setup" else "mkdir -p /app"
+    victim = load_task(
+        write_task(tmp_path, "victim", setup=setup, solve="sleep 60", toml="[agent]\ntimeout_sec = 90\n")
+    )
     bystander = load_task(write_task(tmp_path, "bystander", solve="sleep 1; echo hello > /app/out.txt"))
     runner = EpisodeRunner(config=CONFIGS[backend], backend=backend, store=None, bus=None)
+    victim_in_phase = threading.Event()
 
-    def kill(sandbox) -> bool:
-        if backend == "local" and sandbox._init_pid:  # noqa: SLF001 - SIGKILL the namespace's init
+    def watch(event) -> None:
+        if isinstance(event, EpisodePhase) and event.phase == phase:
+            sandbox = runner._live.get(event.episode_id)  # noqa: SLF001
+            if sandbox is not None and sandbox.spec.name == "victim":
+                victim_in_phase.set()
+
+    runner.bus.subscribe(watch)
+
+    def kill(sandbox) -> None:
+        if backend == "local":  # SIGKILL the namespace's init
             os.kill(sandbox._init_pid, signal.SIGKILL)  # noqa: SLF001
-            return True
-        if backend == "docker" and sandbox._session is not None:  # noqa: SLF001 - `docker kill`
+        else:  # `docker kill`
             sandbox._container.kill()  # noqa: SLF001
-            return True
-        return False
 
     def assassin() -> None:
-        # An outside killer: find the victim's sandbox once its agent is at work, and kill it.
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for sandbox in list(runner._live.values()):  # noqa: SLF001
-                if sandbox.spec.name == "victim":
-                    time.sleep(1.0)
-                    if kill(sandbox):
-                        return
-            time.sleep(0.05)
+        if not victim_in_phase.wait(60):
+            return
+        time.sleep(1.0)  # well inside the phase's 60 s sleep
+        for sandbox in list(runner._live.values()):  # noqa: SLF001
+            if sandbox.spec.name == "victim":
+                kill(sandbox)
 
     threading.Thread(target=assassin, daemon=True).start()
     _, results = runner.run(
@@ -213,8 +222,10 @@ def test_sandbox_killed_from_outside_is_an_infra_failure(tmp_path: Path, backend
         concurrency=2,
     )
     by_task = {r.task: r for r in results}
+    assert victim_in_phase.is_set()
     assert by_task["victim"].status == "infra_error" and by_task["victim"].failure_mode == "sandbox_error"
     assert by_task["victim"].reward is None
+    assert by_task["victim"].duration_s < 45  # ended by the kill, not by its own 60 s sleep
     assert by_task["bystander"].success
 
 

@@ -138,6 +138,10 @@ def run_episode(
         setup_error = _run_setup(sandbox, task, config.sandbox.setup_timeout_sec)
         phases["setup"] = time.monotonic() - t
         if setup_error:
+            # A sandbox killed from outside makes setup.sh fail too; that is the machine's
+            # fault, not the task's, and a task must not be marked broken for it.
+            if not sandbox.alive:
+                return infra("sandbox_error", f"the sandbox died during setup: {setup_error}")
             return infra("setup_failed", setup_error)
 
         phase("agent")
