@@ -12,7 +12,15 @@ single-sequence one (one context per episode), side by side in one run.
    tasks and seeds for each backend and concurrency. Each configuration runs in its own
    process, so its peak memory (max RSS) is its own. For the batched backend, where the
    scheduler's time went: next-token batches, prompt chunks, and the rest.
-3. Determinism: the batched backend at one concurrency run twice, and against itself at
+3. The raw limit of the same work: every llama.cpp call the batched backend made during the
+   episodes (the same batches of the same token ids at the same positions, the same KV cells
+   dropped and copied) replayed in a fresh context with nothing else running: no sampling, no
+   harness, no sandboxes. The episodes' wall time against the replay's is how close the
+   backend runs to llama.cpp's own limit at the batch sizes and context lengths it really had.
+4. With `--after-torch`, the batched backend again after torch has run a training step in
+   the process's main thread, as in the pipeline, where rollouts follow training in one process
+   (an OpenMP build of llama.cpp slows down then; docs/benchmarks.md).
+5. Determinism: the batched backend at one concurrency run twice, and against itself at
    concurrency 1 (the single-sequence path): the share of episodes with identical tokens.
 
 `--weights` measures the batched backend (and raw decode) once per `[policy] gguf_weights`
@@ -101,8 +109,128 @@ def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str
     return rows
 
 
+class LlamaCallTrace:
+    """Records the llama.cpp calls that change a context's state (decode, cells dropped, cells
+    copied), by wrapping the module functions the batched scheduler calls, so that the same work
+    can be replayed raw. Installed before the policy is loaded; the scheduler looks them up on
+    every call."""
+
+    def __init__(self) -> None:
+        import llama_cpp as L
+
+        self.L, self.ops, self.decode_s = L, [], 0.0
+        self._orig = {
+            name: getattr(L, name)
+            for name in ("llama_decode", "llama_memory_seq_rm", "llama_state_seq_get_data", "llama_state_seq_set_data")
+        }
+        self._src = -1
+        L.llama_decode = self._decode
+        L.llama_memory_seq_rm = self._seq_rm
+        L.llama_state_seq_get_data = self._get
+        L.llama_state_seq_set_data = self._set
+
+    def close(self) -> None:
+        for name, fn in self._orig.items():
+            setattr(self.L, name, fn)
+
+    def _decode(self, ctx, b):
+        n = b.n_tokens
+        self.ops.append(("decode", [(b.token[i], b.pos[i], b.seq_id[i][0], bool(b.logits[i])) for i in range(n)]))
+        t = time.perf_counter()
+        rc = self._orig["llama_decode"](ctx, b)
+        self.decode_s += time.perf_counter() - t
+        return rc
+
+    def _seq_rm(self, mem, seq, p0, p1):
+        self.ops.append(("rm", (seq, p0, p1)))
+        return self._orig["llama_memory_seq_rm"](mem, seq, p0, p1)
+
+    def _get(self, ctx, buf, size, seq):
+        self._src = seq
+        return self._orig["llama_state_seq_get_data"](ctx, buf, size, seq)
+
+    def _set(self, ctx, buf, size, seq):
+        self.ops.append(("copy", (self._src, seq)))
+        return self._orig["llama_state_seq_set_data"](ctx, buf, size, seq)
+
+
+def replay(trace: LlamaCallTrace, policy, slots: int) -> dict:
+    """The traced calls again, raw, in a fresh context like the scheduler's: the time llama.cpp
+    alone needs for the work the episodes asked of it."""
+    import ctypes
+
+    import llama_cpp as L
+
+    from engine.policy.llamacpp_batched import N_BATCH, context_params
+
+    trace.close()
+    # The scheduler's context goes first: its idle threads would otherwise share the cores.
+    policy.scheduler.close()
+    ctx = L.llama_init_from_model(
+        policy._llm._model.model,  # noqa: SLF001 - the weights the episodes used
+        context_params(n_ctx=4096, slots=slots, threads=os.cpu_count() or 1),
+    )
+    mem, batch = L.llama_get_memory(ctx), L.llama_batch_init(N_BATCH, 0, 1)
+    decode_s, tokens = 0.0, 0
+    start = time.perf_counter()
+    for kind, arg in trace.ops:
+        if kind == "decode":
+            for j, (token, pos, seq, logits) in enumerate(arg):
+                batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0], batch.logits[j] = (
+                    token,
+                    pos,
+                    1,
+                    seq,
+                    logits,
+                )
+            batch.n_tokens = len(arg)
+            t = time.perf_counter()
+            assert L.llama_decode(ctx, batch) == 0
+            decode_s += time.perf_counter() - t
+            tokens += len(arg)
+        elif kind == "rm":
+            L.llama_memory_seq_rm(mem, *arg)
+        else:
+            src, dst = arg
+            size = L.llama_state_seq_get_size(ctx, src)
+            buf = (ctypes.c_uint8 * size)()
+            written = L.llama_state_seq_get_data(ctx, buf, size, src)
+            L.llama_state_seq_set_data(ctx, buf, written, dst)
+    total = time.perf_counter() - start
+    L.llama_batch_free(batch)
+    L.llama_free(ctx)
+    return {
+        "replay_s": round(total, 2),
+        "replay_decode_s": round(decode_s, 2),
+        "replay_tokens": tokens,
+        "in_episode_decode_s": round(trace.decode_s, 2),
+    }
+
+
+def torch_training_step() -> None:
+    """A few steps of a small model trained with torch in this thread, on all cores, as an RSR
+    or RPR stage trains before its next rollouts."""
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(576, 1536), torch.nn.SiLU(), torch.nn.Linear(1536, 576))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x = torch.randn(256, 576)
+    for _ in range(5):
+        loss = (model(x) - x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
 def episodes(
-    backend: str, concurrency: int, n: int, sequences: int, weights: str, harness: str, max_reply_tokens: int
+    backend: str,
+    concurrency: int,
+    n: int,
+    sequences: int,
+    weights: str,
+    harness: str,
+    max_reply_tokens: int,
+    after_torch: bool = False,
 ) -> dict:
     """One configuration (run in a child process): episodes/min, tokens, and each episode's tokens."""
     from engine.config import Config
@@ -113,11 +241,14 @@ def episodes(
     from engine.rollout.runner import EpisodeJob, EpisodeRunner
     from engine.tasks import load_suite
 
+    if after_torch:
+        torch_training_step()
     train = load_suite(builtin_tasks_dir()).split("train")
     tasks = [train[i % len(train)] for i in range(n)]
     policy = load_policy(
         MODEL, n_ctx=4096, instances=concurrency, llama_backend=backend, sequences=sequences, weights=weights
     )
+    trace = LlamaCallTrace() if backend == "batched" else None  # the episodes' calls only
     runner = EpisodeRunner(config=Config(), backend="local", store=None, bus=None)
 
     def agent(i: int):
@@ -150,9 +281,14 @@ def episodes(
             "prompt_tokens_per_s_in_prompt": round(sched.prompt_tokens / max(1e-9, sched.prompt_seconds), 1),
             "shared_prefix_tokens": sched.shared_prefix_tokens,
         }
+    peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # before the replay's context
+    if trace is not None:
+        split.update(replay(trace, policy, concurrency))
+        split["share_of_raw_limit"] = round(split["replay_s"] / wall, 3)
     return {
         "backend": backend,
         "weights": weights,
+        "after_torch": after_torch,
         "concurrency": concurrency,
         "episodes": len(results),
         "errors": sum(r.status == "infra_error" for r in results),
@@ -162,7 +298,7 @@ def episodes(
         "generated_tokens": generated,
         "generated_tokens_per_s": round(generated / wall, 1),
         "prompt_tokens": prompt_read,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb": peak_rss_mb,
         **split,
         # Job i ran seed i; the episode id ends with the job's index.
         "tokens": {r.episode_id.rsplit("-", 1)[-1]: list(r.token_ids) for r in results},
@@ -170,8 +306,17 @@ def episodes(
     }
 
 
-def child(backend: str, concurrency: int, n: int, sequences: int, weights: str, harness: str, max_reply: int) -> dict:
-    spec = f"{backend},{concurrency},{n},{sequences},{weights},{harness},{max_reply}"
+def child(
+    backend: str,
+    concurrency: int,
+    n: int,
+    sequences: int,
+    weights: str,
+    harness: str,
+    max_reply: int,
+    after_torch: bool = False,
+) -> dict:
+    spec = f"{backend},{concurrency},{n},{sequences},{weights},{harness},{max_reply},{int(after_torch)}"
     out = subprocess.run([sys.executable, __file__, "--child", spec], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"{backend} ({weights}) at concurrency {concurrency} failed:\n{out.stderr[-3000:]}")
@@ -210,11 +355,17 @@ def main() -> int:
     ap.add_argument("--max-reply-tokens", type=int, help="tokens one reply may have (default: the demo preset's)")
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "rollout.json")
     ap.add_argument("--raw-only", action="store_true", help="measure raw batched decode only (about a minute)")
+    ap.add_argument(
+        "--after-torch",
+        action="store_true",
+        help="also the batched backend after a torch training step in the same process, at each concurrency",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        backend, c, n, seqs, weights, harness, max_reply = args.child.split(",")
-        print(json.dumps(episodes(backend, int(c), int(n), int(seqs), weights, harness, int(max_reply))))
+        backend, c, n, seqs, weights, harness, max_reply, after_torch = args.child.split(",")
+        row = episodes(backend, int(c), int(n), int(seqs), weights, harness, int(max_reply), after_torch == "1")
+        print(json.dumps(row))
         return 0
 
     demo_harness, demo_max_reply = demo_workload()
@@ -236,26 +387,29 @@ def main() -> int:
     if args.raw_only:
         return 0
 
-    configs = [("instances", "as-is")] + [("batched", w) for w in kinds]
+    configs = [("instances", "as-is", False)] + [("batched", w, False) for w in kinds]
+    if args.after_torch:
+        configs.append(("batched", kinds[0], True))
     print(f"episodes: {args.episodes} per row, harness {harness}, replies up to {max_reply} tokens, 3 turns")
     rows = []
     for c in levels:
-        for backend, weights in configs:
-            row = child(backend, c, args.episodes, args.sequences, weights, harness, max_reply)
+        for backend, weights, after_torch in configs:
+            row = child(backend, c, args.episodes, args.sequences, weights, harness, max_reply, after_torch)
             rows.append(row)
+            label = backend + ("+torch" if after_torch else "")
             print(
-                f"  {backend:<10} {weights:<6} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
+                f"  {label:<16} {weights:<6} c={c:<3} {row['episodes_per_min']:>7.2f} ep/min"
                 f"  {row['generated_tokens_per_s']:>6.1f} gen tok/s  {row['peak_rss_mb']:>6} MB"
                 f"  ({row['episodes']} episodes, {row['errors']} errors)",
                 flush=True,
             )
     best_today = max(r["episodes_per_min"] for r in rows if r["backend"] == "instances")
-    best_batched = max(r["episodes_per_min"] for r in rows if r["backend"] == "batched")
+    best_batched = max(r["episodes_per_min"] for r in rows if r["backend"] == "batched" and not r["after_torch"])
 
     at = args.determinism_at
     determinism, agains = [], []
     for w in kinds:
-        mine = [r for r in rows if r["backend"] == "batched" and r["weights"] == w]
+        mine = [r for r in rows if r["backend"] == "batched" and r["weights"] == w and not r["after_torch"]]
         first = next(r for r in mine if r["concurrency"] == at)
         again = child("batched", at, args.episodes, args.sequences, w, harness, max_reply)
         agains.append(again)
@@ -271,24 +425,36 @@ def main() -> int:
             }
         )
 
-    print(f"\n{'backend':<10}{'weights':<8}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
+    def label(r: dict) -> str:
+        return r["backend"] + ("+torch" if r["after_torch"] else "")
+
+    print(f"\n{'backend':<16}{'weights':<8}{'c':>4}{'ep/min':>9}{'gen tok/s':>11}{'peak MB':>9}{'passed':>8}")
     for r in rows:
         print(
-            f"{r['backend']:<10}{r['weights']:<8}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}"
+            f"{label(r):<16}{r['weights']:<8}{r['concurrency']:>4}{r['episodes_per_min']:>9.2f}"
             f"{r['generated_tokens_per_s']:>11.1f}{r['peak_rss_mb']:>9}{r['passed']:>8}"
         )
     split = [r for r in rows if "decode_s" in r]
     if split:
         print(
-            f"\n{'weights':<8}{'c':>4}{'decode s':>10}{'prompt s':>10}{'other s':>9}{'batch':>7}"
+            f"\n{'backend':<16}{'weights':<8}{'c':>4}{'decode s':>10}{'prompt s':>10}{'other s':>9}{'batch':>7}"
             f"{'decode tok/s':>14}{'prompt tok/s':>14}"
         )
         for r in split:
             other = r["wall_s"] - r["decode_s"] - r["prompt_s"]
             print(
-                f"{r['weights']:<8}{r['concurrency']:>4}{r['decode_s']:>10.1f}{r['prompt_s']:>10.1f}{other:>9.1f}"
-                f"{r['mean_decode_batch']:>7.2f}{r['decode_tokens_per_s_in_decode']:>14.1f}"
+                f"{label(r):<16}{r['weights']:<8}{r['concurrency']:>4}{r['decode_s']:>10.1f}{r['prompt_s']:>10.1f}"
+                f"{other:>9.1f}{r['mean_decode_batch']:>7.2f}{r['decode_tokens_per_s_in_decode']:>14.1f}"
                 f"{r['prompt_tokens_per_s_in_prompt']:>14.1f}"
+            )
+        print(
+            f"\n{'backend':<16}{'weights':<8}{'c':>4}{'episodes s':>12}{'raw replay s':>14}{'share of raw':>14}"
+            f"{'llama.cpp s in episodes':>25}"
+        )
+        for r in split:
+            print(
+                f"{label(r):<16}{r['weights']:<8}{r['concurrency']:>4}{r['wall_s']:>12.1f}{r['replay_s']:>14.1f}"
+                f"{r['share_of_raw_limit']:>14.2f}{r['in_episode_decode_s']:>25.1f}"
             )
     print(
         f"\nbest episodes/min: instances {best_today:.2f}, batched {best_batched:.2f} "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -54,6 +55,8 @@ def recompute_logprobs(policy, prompt: list[int], ids: tuple[int, ...], temperat
     llm = policy._llm  # noqa: SLF001 - the same loaded weights
     params = L.llama_context_default_params()
     params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = policy.n_ctx, 512, 512, 1
+    # llama.cpp's default is 4 threads, which spin at their barriers on a machine with fewer cores.
+    params.n_threads = params.n_threads_batch = os.cpu_count() or 1
     params.flash_attn_type = L.LLAMA_FLASH_ATTN_TYPE_DISABLED
     ctx = L.llama_init_from_model(llm._model.model, params)  # noqa: SLF001
     batch = L.llama_batch_init(512, 0, 1)
@@ -245,3 +248,28 @@ def test_the_scheduler_accounts_its_time_to_prompts_and_next_token_batches():
     assert sched.prompt_tokens + sched.decode_tokens == sched.batch_tokens
     assert sched.prompt_seconds > 0 and sched.decode_seconds > 0
     policy.close()
+
+
+def test_llama_cpp_is_built_on_its_own_threads_not_openmp():
+    """.ci/setup builds llama.cpp without OpenMP. An OpenMP build shares libgomp with torch, and
+    once torch has trained in one thread of the process (RSR and RPR do, before their next
+    rollouts), decoding in another thread waits on futexes at each barrier: up to 3x slower
+    (docs/benchmarks.md, "Rollouts after training")."""
+    from engine.policy.llamacpp import openmp_build
+
+    assert not openmp_build(), "llama-cpp-python is an OpenMP build; run bash .ci/setup to rebuild it"
+
+
+def test_an_openmp_build_is_named_in_the_log_once(monkeypatch, caplog):
+    from engine.policy import llamacpp
+
+    monkeypatch.setattr(llamacpp, "openmp_build", lambda: True)
+    llamacpp.warn_if_openmp.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="engine.policy.llamacpp"):
+            llamacpp.warn_if_openmp()
+            llamacpp.warn_if_openmp()
+    finally:
+        llamacpp.warn_if_openmp.cache_clear()
+    warnings = [r.getMessage() for r in caplog.records if "OpenMP build" in r.getMessage()]
+    assert len(warnings) == 1 and "GGML_OPENMP=OFF" in warnings[0]

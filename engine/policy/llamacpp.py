@@ -8,7 +8,10 @@ the distribution it was drawn from (raw softmax at temperature 0, which is greed
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
+import os
 import threading
 import time
 from pathlib import Path
@@ -17,7 +20,32 @@ import numpy as np
 
 from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, StopAt, Tools
 
+log = logging.getLogger(__name__)
+
 _LOAD_LOCK = threading.Lock()
+
+
+def openmp_build() -> bool:
+    """Whether llama.cpp runs its threads on OpenMP (llama-cpp-python's default build)."""
+    import llama_cpp
+
+    return b"OPENMP = 1" in llama_cpp.llama_print_system_info()
+
+
+@functools.cache
+def warn_if_openmp() -> None:
+    """Once per process: an OpenMP build slows down beside torch, and says so in the log.
+
+    libgomp throttles the waiting of every thread team in the process once the teams together
+    hold more threads than there are cores. After torch (itself on OpenMP) has run in one
+    thread, llama.cpp decoding in another waits on futexes at each of its barriers: 1.8x fewer
+    episodes per minute, 3x fewer tokens per second in one sequence (docs/benchmarks.md).
+    `.ci/setup` builds llama.cpp without OpenMP."""
+    if openmp_build():
+        log.warning(
+            "llama.cpp is an OpenMP build: once torch has trained in this process, decoding runs up to 3x"
+            " slower. Rebuild it on ggml's own threads: bash .ci/setup (it sets -DGGML_OPENMP=OFF)"
+        )
 
 
 def load_llama(path: Path, **kwargs):
@@ -28,6 +56,7 @@ def load_llama(path: Path, **kwargs):
         raise PolicyError("the llama.cpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
     # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
     # threads doing that at once can leave stdout pointing at /dev/null for good.
+    warn_if_openmp()
     try:
         with _LOAD_LOCK:
             return Llama(model_path=str(path), verbose=False, seed=0, **kwargs)
@@ -118,9 +147,19 @@ class LlamaCppPolicy(GgufChat):
     ) -> None:
         self.name = name or f"gguf:{path}"
         self.path = Path(path)
+        # The contexts decode at the same time, so they share the thread budget (the machine's
+        # cores by default): llama.cpp's threads spin while they wait for each other, and more
+        # threads than cores leave them spinning through each other's time slices.
+        per_context = max(1, (threads or os.cpu_count() or 1) // max(1, instances))
 
         def make():
-            return load_llama(path, n_ctx=n_ctx, n_threads=threads, lora_path=str(lora) if lora else None)
+            return load_llama(
+                path,
+                n_ctx=n_ctx,
+                n_threads=per_context,
+                n_threads_batch=per_context,
+                lora_path=str(lora) if lora else None,
+            )
 
         self._make = make
         self._init_chat(make(), self.path, n_ctx)  # the first instance: template, vocabulary and tokenizer

@@ -48,6 +48,11 @@ log = logging.getLogger(__name__)
 N_BATCH = 512
 # A shared prefix shorter than this is not worth copying cells for.
 MIN_SHARED_PREFIX = 16
+# One batch computes at a time in this process, whichever context it is for (an RSR planner
+# served apart from the actor, two runs started from the TUI). Each context's threads take all
+# the cores and wait for each other at every operation by spinning; two contexts computing at
+# once would leave each thread spinning through the time slice of a thread it waits for.
+_COMPUTE = threading.Lock()
 
 
 @dataclass(eq=False)
@@ -300,7 +305,8 @@ class _Scheduler:
             return
         b.n_tokens = n
         started = time.perf_counter()
-        rc = L.llama_decode(self.ctx, b)
+        with _COMPUTE:
+            rc = L.llama_decode(self.ctx, b)
         if rc == 1:  # a sequence's stream is full (the budget should prevent it): fail the largest
             victim = max(self.active, key=lambda r: len(r.slot.tokens) + len(r.pending))
             self._finish(victim, error=f"the KV cache of a sequence ({self.n_ctx} tokens) is full")
