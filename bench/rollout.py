@@ -277,6 +277,8 @@ def episodes(
             "decode_s": round(sched.decode_seconds, 2),
             "prompt_s": round(sched.prompt_seconds, 2),
             "mean_decode_batch": round(sched.decode_tokens / max(1, sched.decode_steps), 2),
+            "passes_per_decode_step": round(sched.decode_passes / max(1, sched.decode_steps), 2),
+            "moved_sequences": sched.moved_sequences,
             "decode_tokens_per_s_in_decode": round(sched.decode_tokens / max(1e-9, sched.decode_seconds), 1),
             "prompt_tokens_per_s_in_prompt": round(sched.prompt_tokens / max(1e-9, sched.prompt_seconds), 1),
             "shared_prefix_tokens": sched.shared_prefix_tokens,
@@ -438,13 +440,14 @@ def main() -> int:
     if split:
         print(
             f"\n{'backend':<16}{'weights':<8}{'c':>4}{'decode s':>10}{'prompt s':>10}{'other s':>9}{'batch':>7}"
-            f"{'decode tok/s':>14}{'prompt tok/s':>14}"
+            f"{'passes':>8}{'decode tok/s':>14}{'prompt tok/s':>14}"
         )
         for r in split:
             other = r["wall_s"] - r["decode_s"] - r["prompt_s"]
             print(
                 f"{label(r):<16}{r['weights']:<8}{r['concurrency']:>4}{r['decode_s']:>10.1f}{r['prompt_s']:>10.1f}"
-                f"{other:>9.1f}{r['mean_decode_batch']:>7.2f}{r['decode_tokens_per_s_in_decode']:>14.1f}"
+                f"{other:>9.1f}{r['mean_decode_batch']:>7.2f}{r['passes_per_decode_step']:>8.2f}"
+                f"{r['decode_tokens_per_s_in_decode']:>14.1f}"
                 f"{r['prompt_tokens_per_s_in_prompt']:>14.1f}"
             )
         print(

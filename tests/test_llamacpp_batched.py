@@ -211,6 +211,80 @@ def test_an_episode_gives_the_same_tokens_whatever_order_the_others_run_in():
     assert run("abbacc") == reference
 
 
+def test_turns_that_come_back_in_any_order_decode_in_one_pass_and_as_alone():
+    """llama.cpp computes a batch over per-sequence streams in runs of consecutive sequence ids;
+    second turns arriving in reverse slot order still make one pass per step, and each gives
+    the tokens it gives alone."""
+    follow = None
+
+    def second_turns(policy, arrival: str) -> dict:
+        nonlocal follow
+        follow = follow or policy.tokenize_chat(
+            [{"role": "user", "content": "Output: (nothing)"}], add_generation_prompt=True
+        )
+        buffers = {}
+        for i, key in enumerate("abc"):  # first turns one after another: slots 0, 1, 2
+            prompt = prompt_for(policy, TASKS[i])
+            first = policy.generate_ids(prompt, max_tokens=6, temperature=0.9, seed=i)
+            buffers[key] = prompt + list(first.token_ids) + follow
+        sched = policy.scheduler
+        before = (sched.decode_steps, sched.decode_passes, sched.decode_tokens)
+        requests = {}
+        for key in arrival:  # queued from one thread, without waiting: admitted in this order
+            requests[key] = policy._request(buffers[key], 24, 0.9, 100 + "abc".index(key), lambda text: False)  # noqa: SLF001
+            policy.scheduler.submit(requests[key])
+        for req in requests.values():
+            assert req.done.wait(120) and not req.error
+        counts = (sched.decode_steps - before[0], sched.decode_passes - before[1], sched.decode_tokens - before[2])
+        return {key: (tuple(r.ids), tuple(r.logprobs)) for key, r in requests.items()}, counts
+
+    together_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=3, sequences=3)
+    together, (steps, passes, tokens) = second_turns(together_policy, "cba")
+    together_policy.close()
+    assert tokens > steps  # sequences decoded together
+    assert passes == steps  # each step in one pass, though slot 2 came first and slot 0 last
+    alone_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=3, sequences=1)
+    alone, _ = second_turns(alone_policy, "abc")
+    alone_policy.close()
+    assert together == alone
+
+
+def test_a_sequence_left_above_empty_slots_moves_down_and_gives_the_same_tokens():
+    """When the episodes below a decoding one end, it moves into the lowest empty slot (one pass
+    per step again); the copy of its cells changes none of its numbers."""
+    policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=3, sequences=3)
+    prompts = [prompt_for(policy, t) for t in TASKS[:3]]
+    budgets = [dict(max_tokens=3, temperature=0.9, stop_at=lambda text: False)] * 2
+    budgets.append(dict(max_tokens=200, temperature=0.9, stop_at=lambda text: False))
+    out, errors = {}, {}
+
+    def run(i):
+        try:
+            out[i] = policy.generate_ids(prompts[i], seed=i, **budgets[i])
+            if i < 2:  # these episodes end: their cells are freed while the third still decodes
+                policy.release(prompts[i] + list(out[i].token_ids))
+        except PolicyError as exc:
+            errors[i] = exc
+
+    threads = []
+    for i in range(3):  # one after another into slots 0, 1, 2
+        threads.append(threading.Thread(target=run, args=(i,)))
+        threads[-1].start()
+        while policy.scheduler.slots[i].request is None and i not in out:
+            threading.Event().wait(0.01)
+    for t in threads:
+        t.join()
+    assert not errors
+    sched = policy.scheduler
+    assert sched.moved_sequences >= 1
+    assert [s.seq for s in sched.slots if s.tokens[: len(prompts[2])] == prompts[2]] == [0]
+    alone = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1)
+    expected = alone.generate_ids(prompts[2], seed=2, **budgets[2])
+    alone.close()
+    assert out[2].token_ids == expected.token_ids and out[2].logprobs == expected.logprobs
+    policy.close()
+
+
 def test_a_new_episode_does_not_take_the_slot_of_one_between_turns():
     policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=2, sequences=2)
     a, b = prompt_for(policy, TASKS[0]), prompt_for(policy, TASKS[1])

@@ -15,6 +15,10 @@ token attends over every sequence's cells, masked, and decoding at batch 8 ran a
   per-sequence state, then truncated) instead of computing them again: on this CPU a prompt
   token costs about as much as a generated one.
 - An idle slot's cells are dropped when its slot is needed, least recently used first.
+- llama.cpp computes a batch over per-slot streams in runs of consecutive, increasing sequence
+  ids, one pass over the weights per run: a step's tokens go in slot order, and a decoding
+  sequence above an empty slot is moved down into it (its cells copied), so that a step is one
+  pass. In arrival order, a batch of 3.5 sequences had taken 2.1 passes.
 
 Flash attention stays off: with it, the log-probabilities moved by up to 0.18 nats from the
 single-sequence path; without it, both paths give the same tokens and log-probabilities.
@@ -154,7 +158,9 @@ class _Scheduler:
         # went: batches of next tokens, against chunks of prompts read one sequence at a time.
         self.batch_tokens = 0
         self.shared_prefix_tokens = 0
+        self.moved_sequences = 0
         self.decode_steps = 0
+        self.decode_passes = 0  # runs of consecutive sequence ids: llama.cpp's passes over the weights
         self.decode_tokens = 0
         self.decode_seconds = 0.0
         self.prompt_tokens = 0
@@ -296,7 +302,13 @@ class _Scheduler:
                 outputs.append((reading, n - 1))
             fed.append((reading, chunk))
         else:  # every active sequence decodes its next token, all in one batch
-            for req in self.active:
+            self._compact()
+            # In sequence order: llama.cpp computes a batch over per-sequence streams in runs of
+            # consecutive, increasing sequence ids, one run per pass over the weights. In the
+            # order episodes happened to arrive, a batch of 3.5 sequences took 2.1 passes.
+            seqs = sorted(r.slot.seq for r in self.active)
+            passes = 1 + sum(b != a + 1 for a, b in zip(seqs, seqs[1:]))
+            for req in sorted(self.active, key=lambda r: r.slot.seq):
                 slot = req.slot
                 add(req.ids[-1], len(slot.tokens), slot.seq, True)
                 outputs.append((req, n - 1))
@@ -348,8 +360,29 @@ class _Scheduler:
             self.prompt_seconds += elapsed
         else:
             self.decode_steps += 1
+            self.decode_passes += passes
             self.decode_tokens += n
             self.decode_seconds += elapsed
+
+    def _compact(self) -> None:
+        """Move decoding sequences down into empty slots below them, so that the batch's sequence
+        ids run without gaps: each gap costs llama.cpp another pass over the weights. Gaps open
+        as episodes end (most often at the end of a wave, with no new episode to take the slot).
+        The cells are copied whole into an emptied stream, where they lie as a fresh read would
+        put them, so the moved episode's numbers do not change."""
+        while self.active:
+            top = max((r.slot for r in self.active), key=lambda s: s.seq)
+            hole = next((s for s in self.slots if s.seq < top.seq and s.request is None and not s.tokens), None)
+            if hole is None:
+                return
+            self.L.llama_memory_seq_rm(self.mem, hole.seq, -1, -1)
+            if top.tokens and not self._copy_cells(top.seq, hole.seq):
+                return
+            req = top.request
+            hole.tokens, hole.request, req.slot = top.tokens, req, hole
+            top.request, top.last_used = None, time.monotonic()
+            self._drop_cache(top)
+            self.moved_sequences += 1
 
     def _drop_cache(self, slot: _Slot | None) -> None:
         if slot is not None:
