@@ -8,6 +8,7 @@ sandbox, and that a model samples the same tokens there as here.
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
@@ -101,6 +102,21 @@ def test_oracle_suite_across_two_nodes_equals_the_threads_run(cluster, tmp_path)
     assert sorted(e.task for e in stored) == sorted(t.name for t in suite.tasks)
 
 
+def test_an_engine_let_go_leaves_the_workers_to_the_next_engine_of_the_process(cluster, tmp_path):
+    """A second engine of one process adopts the first's workers (their names are taken); when
+    the first is collected, the workers it started must go on serving the second."""
+    first = engine_on(cluster, tmp_path)
+    assert len(first.executor().workers()) == 2
+    second = engine_on(cluster, tmp_path)
+    assert len(second.executor().workers()) == 2
+    del first
+    gc.collect()
+    time.sleep(2)  # Ray ends an actor whose owner dropped every handle within a second or so
+    chosen = ("copy-file-1", "count-lines-1", "sort-unique-1", "write-file-1")
+    report, _ = second.evaluate(None, agent="oracle", only=chosen)
+    assert sorted((r.task, r.success) for r in report.results) == [(t, True) for t in chosen]
+
+
 def test_a_node_killed_mid_run_loses_no_episode_and_leaves_no_sandbox(cluster, tmp_path):
     # A third node joins for this test only, then dies while its episodes run.
     doomed = cluster.add_node(num_cpus=2)
@@ -136,6 +152,9 @@ def test_a_node_killed_mid_run_loses_no_episode_and_leaves_no_sandbox(cluster, t
     assert rerun and len(nodes) > 8, "some episodes started on the doomed node and started again"
     assert bwrap_processes() <= before, "no sandbox of the dead node is left running"
     assert doomed.node_id not in {w.node_id for w in engine.executor().workers()}
+    deadline = time.monotonic() + 120  # the next tests see two nodes once Ray has marked it dead
+    while doomed.node_id in {n["NodeID"] for n in ray.nodes() if n["Alive"]} and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 def test_a_job_the_cluster_cannot_rebuild_is_a_clear_error(cluster, tmp_path):

@@ -37,6 +37,21 @@ def worker_name(node_id: str) -> str:
     return f"rollout-{node_id[:16]}"
 
 
+# The handles this process created its workers with, by (Ray job, node). Ray ends a named actor
+# once its creating handle is dropped, whatever handles `get_actor` gave out since; an engine
+# that adopts the workers of an earlier engine of this process would lose them as soon as the
+# earlier engine was collected. Held here, they live as long as the process's Ray job.
+_OWNED: dict[tuple[str, str], object] = {}
+_OWNED_LOCK = threading.Lock()
+
+
+def _own(job_id: str, node_id: str, handle) -> None:
+    with _OWNED_LOCK:
+        for key in [k for k in _OWNED if k[0] != job_id]:  # an earlier job's workers ended with it
+            del _OWNED[key]
+        _OWNED[(job_id, node_id)] = handle
+
+
 @dataclass
 class _Worker:
     node_id: str
@@ -70,6 +85,7 @@ class RayExecutor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         remote = ray.remote(RolloutWorker)
+        job_id = ray.get_runtime_context().get_job_id()
         started = []
         for node in alive_nodes():
             with self._cond:
@@ -85,9 +101,16 @@ class RayExecutor:
                     num_cpus=0,  # sandboxes are counted by slots, not by Ray's CPU resource
                     max_concurrency=slots + 4,  # status and cancel are answered while every slot is busy
                     max_restarts=0,
-                ).remote(node.node_id, slots, node.cpus, ray.get_runtime_context().get_job_id())
+                ).remote(node.node_id, slots, node.cpus, job_id)
+                _own(job_id, node.node_id, handle)
             except ValueError:  # the name is taken: this process's worker (adopt it), or another run's
-                handle = self._adopt(node.node_id)
+                try:
+                    handle = self._adopt(node.node_id)
+                except ClusterError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a worker on a node that just died, said so
+                    log.warning("the rollout worker on node %s does not answer: %s", node.node_id[:8], exc)
+                    continue
             started.append((node, handle))
         for node, handle in started:
             try:
