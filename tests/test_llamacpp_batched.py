@@ -47,9 +47,13 @@ def run_concurrently(policy, prompts, kwargs):
     return results, errors
 
 
-def recompute_logprobs(policy, prompt: list[int], ids: tuple[int, ...], temperature: float) -> np.ndarray:
+def recompute_logprobs(
+    policy, prompt: list[int], ids: tuple[int, ...], temperature: float, reads: list[list[int]] | None = None
+) -> np.ndarray:
     """The log-probabilities of `ids` after `prompt` from a fresh single-sequence llama.cpp
-    context: the prompt in one batch, then one token at a time, as a sampler reads them."""
+    context: the prompt in one batch (or in the batches `reads`, which must add up to it: a
+    token's KV values depend, in the last float bits, on the batch it was read in), then one
+    token at a time, as a sampler reads them."""
     import llama_cpp as L
 
     llm = policy._llm  # noqa: SLF001 - the same loaded weights
@@ -62,15 +66,19 @@ def recompute_logprobs(policy, prompt: list[int], ids: tuple[int, ...], temperat
     batch = L.llama_batch_init(512, 0, 1)
     out = []
     try:
-        chunks = [list(prompt)] + [[t] for t in ids[:-1]]
+        reads = reads or [list(prompt)]
+        assert sum(reads, []) == list(prompt)
+        chunks = reads + [[t] for t in ids[:-1]]
         pos = 0
-        for chunk in chunks:
+        for k, chunk in enumerate(chunks):
             for j, t in enumerate(chunk):
                 batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0] = t, pos + j, 1, 0
                 batch.logits[j] = j == len(chunk) - 1
             batch.n_tokens = len(chunk)
             assert L.llama_decode(ctx, batch) == 0
             pos += len(chunk)
+            if k < len(reads) - 1:
+                continue
             logits = np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, len(chunk) - 1), shape=(llm.n_vocab(),))
             scaled = logits.astype(np.float64) / temperature
             top = scaled.max()
@@ -213,8 +221,9 @@ def test_an_episode_gives_the_same_tokens_whatever_order_the_others_run_in():
 
 def test_turns_that_come_back_in_any_order_decode_in_one_pass_and_as_alone():
     """llama.cpp computes a batch over per-sequence streams in runs of consecutive sequence ids;
-    second turns arriving in reverse slot order still make one pass per step, and each gives
-    the tokens it gives alone."""
+    second turns arriving in reverse slot order still make one pass per step (the first to come
+    back trades slots with a waiting episode below it), and each gives the tokens and
+    log-probabilities it gives alone and a fresh single-sequence context gives."""
     follow = None
 
     def second_turns(policy, arrival: str) -> dict:
@@ -225,26 +234,33 @@ def test_turns_that_come_back_in_any_order_decode_in_one_pass_and_as_alone():
         buffers = {}
         for i, key in enumerate("abc"):  # first turns one after another: slots 0, 1, 2
             prompt = prompt_for(policy, TASKS[i])
-            first = policy.generate_ids(prompt, max_tokens=6, temperature=0.9, seed=i)
-            buffers[key] = prompt + list(first.token_ids) + follow
+            first = list(policy.generate_ids(prompt, max_tokens=6, temperature=0.9, seed=i).token_ids)
+            # as the scheduler read them: the prompt, the sampled tokens one by one, and the
+            # last sampled token (never decoded in turn one) with the next message
+            buffers[key] = [prompt] + [[t] for t in first[:-1]] + [first[-1:] + follow]
         sched = policy.scheduler
         before = (sched.decode_steps, sched.decode_passes, sched.decode_tokens)
         requests = {}
         for key in arrival:  # queued from one thread, without waiting: admitted in this order
-            requests[key] = policy._request(buffers[key], 24, 0.9, 100 + "abc".index(key), lambda text: False)  # noqa: SLF001
+            requests[key] = policy._request(sum(buffers[key], []), 24, 0.9, 100 + "abc".index(key), lambda text: False)  # noqa: SLF001
             policy.scheduler.submit(requests[key])
         for req in requests.values():
             assert req.done.wait(120) and not req.error
         counts = (sched.decode_steps - before[0], sched.decode_passes - before[1], sched.decode_tokens - before[2])
-        return {key: (tuple(r.ids), tuple(r.logprobs)) for key, r in requests.items()}, counts
+        return {key: (tuple(r.ids), tuple(r.logprobs)) for key, r in requests.items()}, counts, buffers
 
     together_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=3, sequences=3)
-    together, (steps, passes, tokens) = second_turns(together_policy, "cba")
+    together, (steps, passes, tokens), buffers = second_turns(together_policy, "cba")
+    moved = together_policy.scheduler.moved_sequences
     together_policy.close()
+    assert moved >= 1  # c, back first, traded slot 2 for a's slot 0
     assert tokens > steps  # sequences decoded together
-    assert passes == steps  # each step in one pass, though slot 2 came first and slot 0 last
+    assert passes == steps  # each step in one pass
     alone_policy = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=3, sequences=1)
-    alone, _ = second_turns(alone_policy, "abc")
+    alone, _, _ = second_turns(alone_policy, "abc")
+    for key, (ids, logprobs) in together.items():
+        expected = recompute_logprobs(alone_policy, sum(buffers[key], []), ids, 0.9, reads=buffers[key])
+        np.testing.assert_allclose(logprobs, expected, atol=1e-6)
     alone_policy.close()
     assert together == alone
 

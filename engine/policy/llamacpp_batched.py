@@ -266,15 +266,25 @@ class _Scheduler:
     def _copy_cells(self, src: int, dst: int) -> bool:
         """Copy sequence `src`'s KV cells into `dst` (across streams, llama.cpp's seq_cp copies only
         whole buffers, and lazily; the sequence state copies now)."""
-        L = self.L
-        size = L.llama_state_seq_get_size(self.ctx, src)
-        buf = (ctypes.c_uint8 * size)()
-        written = L.llama_state_seq_get_data(self.ctx, buf, size, src)
-        if written and L.llama_state_seq_set_data(self.ctx, buf, written, dst) == written:
+        state = self._save(src)
+        if state is not None and self._load(state, dst):
             return True
         log.warning("copying KV cells from sequence %d to %d failed; the prompt is read again", src, dst)
-        L.llama_memory_seq_rm(self.mem, dst, -1, -1)
+        self.L.llama_memory_seq_rm(self.mem, dst, -1, -1)
         return False
+
+    def _save(self, seq: int):
+        """Sequence `seq`'s KV cells as bytes (None if llama.cpp wrote none)."""
+        L = self.L
+        size = L.llama_state_seq_get_size(self.ctx, seq)
+        buf = (ctypes.c_uint8 * size)()
+        written = L.llama_state_seq_get_data(self.ctx, buf, size, seq)
+        return (buf, written) if written else None
+
+    def _load(self, state, seq: int) -> bool:
+        """Saved cells into sequence `seq`, whose stream holds nothing."""
+        buf, written = state
+        return self.L.llama_state_seq_set_data(self.ctx, buf, written, seq) == written
 
     def _step(self) -> None:
         L, b = self.L, self.batch
@@ -365,24 +375,42 @@ class _Scheduler:
             self.decode_seconds += elapsed
 
     def _compact(self) -> None:
-        """Move decoding sequences down into empty slots below them, so that the batch's sequence
-        ids run without gaps: each gap costs llama.cpp another pass over the weights. Gaps open
-        as episodes end (most often at the end of a wave, with no new episode to take the slot).
-        The cells are copied whole into an emptied stream, where they lie as a fresh read would
-        put them, so the moved episode's numbers do not change."""
+        """Move decoding sequences down into the slots below them that decode nothing, so that the
+        batch's sequence ids run without gaps: each gap costs llama.cpp another pass over the
+        weights. Gaps open as episodes end (most often at the end of a wave, with no new episode
+        to take the slot) and, with more slots than sequences per batch, wherever the waiting
+        episodes' slots lie. A slot below that holds a waiting episode's cells trades places
+        with the decoding one. Cells are copied whole into an emptied stream, where they lie as
+        a fresh read would put them, so no episode's numbers change."""
         while self.active:
             top = max((r.slot for r in self.active), key=lambda s: s.seq)
-            hole = next((s for s in self.slots if s.seq < top.seq and s.request is None and not s.tokens), None)
-            if hole is None:
+            hole = next((s for s in self.slots if s.seq < top.seq and s.request is None), None)
+            if hole is None or not self._swap(top, hole):
                 return
-            self.L.llama_memory_seq_rm(self.mem, hole.seq, -1, -1)
-            if top.tokens and not self._copy_cells(top.seq, hole.seq):
-                return
-            req = top.request
-            hole.tokens, hole.request, req.slot = top.tokens, req, hole
-            top.request, top.last_used = None, time.monotonic()
-            self._drop_cache(top)
             self.moved_sequences += 1
+
+    def _swap(self, busy: _Slot, idle: _Slot) -> bool:
+        """Trade the cells and the episodes of two slots, `busy` decoding and `idle` not."""
+        L = self.L
+        saved = {}
+        for slot in (busy, idle):
+            if slot.tokens:
+                saved[slot.seq] = self._save(slot.seq)
+                if saved[slot.seq] is None:
+                    return False
+        for slot in (busy, idle):
+            L.llama_memory_seq_rm(self.mem, slot.seq, -1, -1)
+        ok = [self._load(saved[src.seq], dst.seq) for src, dst in ((busy, idle), (idle, busy)) if src.seq in saved]
+        req = busy.request
+        busy.tokens, idle.tokens = idle.tokens, busy.tokens
+        busy.last_used, idle.last_used = idle.last_used, busy.last_used
+        busy.request, idle.request, req.slot = None, req, idle
+        if not all(ok):  # never seen: llama.cpp refused cells into an empty stream
+            log.error("moving KV cells between sequences %d and %d failed", busy.seq, idle.seq)
+            self._drop_cache(busy)  # the waiting episode's next turn reads its prompt again
+            self._finish(req, error="moving the sequence's KV cells in llama.cpp failed")
+            return False
+        return True
 
     def _drop_cache(self, slot: _Slot | None) -> None:
         if slot is not None:
