@@ -45,7 +45,7 @@ def pipeline() -> None:
     default="demo",
     show_default=True,
     help="Embedded configuration used when --config is not given. demo: the bundled model on the "
-    "generated curriculum (136 train, 68 eval tasks), one training seed in about 74 minutes on 2 CPU cores.",
+    "generated curriculum (136 train, 68 eval tasks), one training seed in about 45 minutes on 2 CPU cores.",
 )
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
