@@ -15,7 +15,6 @@ Needs a running Docker engine and the base image (`trsi-tui sandbox build-base`)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -26,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from report import write_results
 from timing import ms, pct
 
 from engine.config import parse_config
@@ -149,9 +149,7 @@ def main() -> int:
         "oracle_suite": suites,
         "targets": targets,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, payload)
     return 0
 
 

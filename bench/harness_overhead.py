@@ -16,12 +16,13 @@ whose raw llama.cpp calls it replays; bench/rollout.py measures the batched back
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from report import write_results
 
 from engine.config import Config
 from engine.paths import builtin_tasks_dir
@@ -136,9 +137,7 @@ def main() -> int:
         "overhead_fraction": round(overhead, 4),
         "target_met": overhead < 0.05,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, payload)
     return 0
 
 

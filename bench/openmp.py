@@ -28,6 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from report import write_results
+
 ROLLOUT = Path(__file__).resolve().parent / "rollout.py"
 
 DECODE_PROBE = """
@@ -35,7 +37,7 @@ import json, os, sys, threading, time
 sys.path.insert(0, sys.argv[1])
 import llama_cpp as L
 from engine.policy import load_policy
-from engine.policy.llamacpp_batched import context_params
+from engine.policy.llamacpp_batched import context_params, put_token
 sys.path.insert(0, sys.argv[2])
 from rollout import torch_training_step
 
@@ -48,7 +50,7 @@ def decode_rate(out):
     L.llama_memory_clear(L.llama_get_memory(ctx), True)
     t = time.perf_counter()
     for k in range(64):
-        batch.token[0], batch.pos[0], batch.n_seq_id[0], batch.seq_id[0][0], batch.logits[0] = 100 + k, k, 1, 0, True
+        put_token(batch, 0, 100 + k, k, 0, True)
         batch.n_tokens = 1
         assert L.llama_decode(ctx, batch) == 0
     out.append(64 / (time.perf_counter() - t))
@@ -123,9 +125,7 @@ def main() -> int:
         "decode_one_sequence": probes,
         "rows": rows,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, payload)
     return 0
 
 

@@ -42,6 +42,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from report import write_results
+
 MODEL = "bundled:smollm2-135m"
 
 
@@ -58,7 +60,7 @@ def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str
     import numpy as np
 
     from engine.policy import load_policy
-    from engine.policy.llamacpp_batched import N_BATCH, context_params
+    from engine.policy.llamacpp_batched import N_BATCH, context_params, put_token
 
     policy = load_policy(MODEL, n_ctx=1024, instances=1, weights=weights)  # the tokenizer and the loaded weights
     llm = policy._llm  # noqa: SLF001 - raw llama.cpp on the same weights
@@ -72,13 +74,7 @@ def raw_decode(batch_sizes: list[int], prompt_len: int, steps: int, weights: str
 
     def decode(items: list[tuple[int, int, int]]) -> None:
         for j, (token, pos, seq) in enumerate(items):
-            batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0], batch.logits[j] = (
-                token,
-                pos,
-                1,
-                seq,
-                True,
-            )
+            put_token(batch, j, token, pos, seq, True)
         batch.n_tokens = len(items)
         assert L.llama_decode(ctx, batch) == 0
 
@@ -161,7 +157,7 @@ def replay(trace: LlamaCallTrace, policy, slots: int) -> dict:
 
     import llama_cpp as L
 
-    from engine.policy.llamacpp_batched import N_BATCH, context_params
+    from engine.policy.llamacpp_batched import N_BATCH, context_params, put_token
 
     trace.close()
     # The scheduler's context goes first: its idle threads would otherwise share the cores.
@@ -176,13 +172,7 @@ def replay(trace: LlamaCallTrace, policy, slots: int) -> dict:
     for kind, arg in trace.ops:
         if kind == "decode":
             for j, (token, pos, seq, logits) in enumerate(arg):
-                batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0], batch.logits[j] = (
-                    token,
-                    pos,
-                    1,
-                    seq,
-                    logits,
-                )
+                put_token(batch, j, token, pos, seq, logits)
             batch.n_tokens = len(arg)
             t = time.perf_counter()
             assert L.llama_decode(ctx, batch) == 0
@@ -479,9 +469,7 @@ def main() -> int:
         "speedup": round(best_batched / best_today, 2),
         "determinism": determinism,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, payload)
     return 0
 
 

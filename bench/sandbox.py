@@ -13,7 +13,6 @@ Targets (issue 2): start-to-ready p50 < 50 ms, round trip p50 < 5 ms.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from report import write_results
 from timing import ms
 
 from engine.config import Config
@@ -142,9 +142,7 @@ def main() -> int:
         "oracle_suite": suite,
         "targets": targets,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(args.out, payload)
     return 0
 
 

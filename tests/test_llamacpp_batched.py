@@ -56,6 +56,8 @@ def recompute_logprobs(
     token at a time, as a sampler reads them."""
     import llama_cpp as L
 
+    from engine.policy.llamacpp_batched import put_token
+
     llm = policy._llm  # noqa: SLF001 - the same loaded weights
     params = L.llama_context_default_params()
     params.n_ctx, params.n_batch, params.n_ubatch, params.n_seq_max = policy.n_ctx, 512, 512, 1
@@ -72,8 +74,7 @@ def recompute_logprobs(
         pos = 0
         for k, chunk in enumerate(chunks):
             for j, t in enumerate(chunk):
-                batch.token[j], batch.pos[j], batch.n_seq_id[j], batch.seq_id[j][0] = t, pos + j, 1, 0
-                batch.logits[j] = j == len(chunk) - 1
+                put_token(batch, j, t, pos + j, 0, j == len(chunk) - 1)
             batch.n_tokens = len(chunk)
             assert L.llama_decode(ctx, batch) == 0
             pos += len(chunk)

@@ -17,8 +17,9 @@ token attends over every sequence's cells, masked, and decoding at batch 8 ran a
 - An idle slot's cells are dropped when its slot is needed, least recently used first.
 - llama.cpp computes a batch over per-slot streams in runs of consecutive, increasing sequence
   ids, one pass over the weights per run: a step's tokens go in slot order, and a decoding
-  sequence above an empty slot is moved down into it (its cells copied), so that a step is one
-  pass. In arrival order, a batch of 3.5 sequences had taken 2.1 passes.
+  sequence above a slot that decodes nothing (empty, or its episode waiting on a command)
+  trades places with it (cells copied whole), so that a step is one pass. In arrival order,
+  a batch of 3.5 sequences had taken 2.1 passes.
 
 Flash attention stays off: with it, the log-probabilities moved by up to 0.18 nats from the
 single-sequence path; without it, both paths give the same tokens and log-probabilities.
@@ -57,6 +58,12 @@ MIN_SHARED_PREFIX = 16
 # the cores and wait for each other at every operation by spinning; two contexts computing at
 # once would leave each thread spinning through the time slice of a thread it waits for.
 _COMPUTE = threading.Lock()
+
+
+def put_token(batch, i: int, token: int, pos: int, seq: int, logits: bool) -> None:
+    """Entry `i` of a llama_batch: `token` at position `pos` of sequence `seq`, its logits kept
+    or not."""
+    batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.seq_id[i][0], batch.logits[i] = token, pos, 1, seq, logits
 
 
 @dataclass(eq=False)
@@ -294,7 +301,7 @@ class _Scheduler:
 
         def add(token: int, pos: int, seq: int, logits: bool) -> None:
             nonlocal n
-            b.token[n], b.pos[n], b.n_seq_id[n], b.seq_id[n][0], b.logits[n] = token, pos, 1, seq, logits
+            put_token(b, n, token, pos, seq, logits)
             n += 1
 
         for req in [r for r in self.active if r.cancelled]:
