@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from engine.text import escaped
+
 LOG_FILE = "trsi-tui.log"
 _FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
 _configured: Path | None = None
@@ -36,6 +38,16 @@ class _LogFile(logging.handlers.RotatingFileHandler):
     """The project's log file (a type of its own, so a second setup replaces it)."""
 
 
+class SafeFormatter(logging.Formatter):
+    """Records carry task names, commands and agent output: every control character in the
+    formatted record (message and traceback) is written as a visible `\\xNN`, so that reading
+    the log in a terminal (`tail -f`, `less -R`) never runs an escape sequence a task or an agent
+    wrote."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return escaped(super().format(record))
+
+
 def setup_logging(logs_dir: Path, level: int = logging.INFO) -> Path:
     """Send logging to logs_dir/trsi-tui.log (rotated at 10 MB); idempotent per directory."""
     global _configured
@@ -44,7 +56,7 @@ def setup_logging(logs_dir: Path, level: int = logging.INFO) -> Path:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = _LogFile(path, maxBytes=10 * 1024 * 1024, backupCount=3, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(SafeFormatter(_FORMAT))
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _LogFile)]:  # another home opened before
         root.removeHandler(old)

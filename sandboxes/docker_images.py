@@ -8,6 +8,10 @@
 - A task's environment/Dockerfile is built once and cached under a tag derived from the hash of
   its build context, so an unchanged task never rebuilds. A failed build is remembered for that
   hash (its log tail is the error) until the task changes or `forget_build_failure` is called.
+- The build context is untrusted (it comes from a task folder): a symbolic link in it that
+  leaves the context, or a FIFO, socket or device, is refused before anything is hashed, copied
+  or sent; links that stay inside are hashed by their target's name and copied as links, so
+  neither the hash nor the image ever holds a host file.
 - Aliases map image names that cannot be pulled here (`ubuntu:24.04`, digest-pinned references)
   to local images; FROM lines are rewritten through them before a build.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -101,12 +106,44 @@ def rewrite_from_lines(dockerfile: str, aliases: dict[str, str]) -> str:
 
 
 def context_hash(context: Path, aliases: dict[str, str]) -> str:
+    """The build context's content, never read through a link: a link counts by its target's name."""
     h = hashlib.sha256()
-    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+    for path in _context_entries(context):
         h.update(str(path.relative_to(context)).encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+        if path.is_symlink():
+            h.update(b"L" + os.readlink(path).encode() + b"\0")
+        elif path.is_file():
+            h.update(path.read_bytes() + b"\0")
     h.update(repr(sorted(aliases.items())).encode())
     return h.hexdigest()[:16]
+
+
+def _context_entries(context: Path) -> list[Path]:
+    """Every path under `context`, sorted; linked folders are listed, never entered."""
+    entries: list[Path] = []
+    for directory, dirs, files in os.walk(context):  # followlinks=False
+        entries += [Path(directory) / name for name in dirs + files]
+    return sorted(entries)
+
+
+def check_context(context: Path) -> None:
+    """Refuse a build context that would carry a host file into the image: a symbolic link that
+    is absolute or resolves outside `context` (Docker cannot use anything outside it anyway), or
+    a FIFO, socket or device. Raises SandboxError naming the path."""
+    real = os.path.realpath(context)
+    for path in _context_entries(context):
+        if path.is_symlink():
+            target = os.readlink(path)
+            lexical = os.path.normpath(os.path.join(os.path.relpath(path.parent, context), target))
+            resolved = os.path.realpath(path)
+            inside = resolved == real or resolved.startswith(real.rstrip(os.sep) + os.sep)
+            if os.path.isabs(target) or lexical == ".." or lexical.startswith(".." + os.sep) or not inside:
+                raise SandboxError(
+                    f"{path} is a symbolic link to {target!r}, outside the build context {context}; "
+                    "a task's files must not point outside it"
+                )
+        elif not (path.is_dir() or path.is_file()):
+            raise SandboxError(f"{path} in the build context is not a regular file or folder")
 
 
 def image_exists(name: str) -> bool:
@@ -175,6 +212,7 @@ def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path 
     this build context: later episodes of the task fail at once instead of rebuilding, until the
     task changes or the failure is forgotten (`trsi-tui sandbox rebuild`). `failures_dir` keeps
     that memory across processes."""
+    check_context(context)  # before the hash, the copy or the engine read anything in it
     tag = f"{TASK_IMAGE_REPO}:{context_hash(context, aliases)}"
     if image_exists(tag):
         return tag
@@ -190,7 +228,9 @@ def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path 
         )
     text = _label_stages(text)
     with tempfile.TemporaryDirectory(prefix="trsi-build-") as tmp:
-        shutil.copytree(context, tmp, dirs_exist_ok=True)
+        # Links as links (check_context kept them inside); the Dockerfile replaced, not written through.
+        shutil.copytree(context, tmp, dirs_exist_ok=True, symlinks=True)
+        (Path(tmp) / "Dockerfile").unlink(missing_ok=True)
         (Path(tmp) / "Dockerfile").write_text(text)
         try:
             # The default bridge is off on this kind of machine: builds that fetch packages use the

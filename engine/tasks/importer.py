@@ -14,12 +14,19 @@ Classic Terminal-Bench (`task.yaml`, `Dockerfile`, a single-service `docker-comp
                                       per-test results come from its pytest -rA summary
 
 Harbor tasks are the native layout already and are copied unchanged.
+
+Task folders are hostile: nothing here reads, moves or writes outside the task folder, the
+cache and the import destination. A build context or Dockerfile outside the task, a symbolic
+link that points out of it (or is absolute) and a file that is not a regular file are refused
+with a TaskImportError naming the path; links that stay inside are copied as links, never
+followed. The source folder is only ever read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -69,7 +76,9 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{s}"'
+    # Other control characters are not allowed raw in a TOML string (an ESC in a category would
+    # make the converted task unloadable): written as \uXXXX escapes.
+    return '"' + re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\u{ord(m.group(0)):04x}", s) + '"'
 
 
 def _instruction(meta: dict[str, Any]) -> str:
@@ -83,8 +92,60 @@ def _instruction(meta: dict[str, Any]) -> str:
     raise TaskImportError("task.yaml has no instruction (neither `instruction` nor a base `descriptions` entry)")
 
 
+def check_tree(root: Path) -> None:
+    """Refuse a folder that would make a copy, a hash or a sandbox reach outside it: a symbolic
+    link that is absolute or resolves outside `root` (a linked sub-folder such as `tests -> /etc`
+    included), or a FIFO, socket or device (reading one blocks or reads the host)."""
+    root = Path(root)
+    real_root = os.path.realpath(root)
+    # followlinks=False: a linked folder is listed (and checked) but never entered.
+    for directory, dirs, files in os.walk(root):
+        for name in sorted(dirs) + sorted(files):
+            path = Path(directory) / name
+            if path.is_symlink():
+                target = os.readlink(path)
+                if not _link_stays_inside(root, real_root, path, target):
+                    raise TaskImportError(
+                        f"{path} is a symbolic link to {target!r}, outside {root}; "
+                        "a task's files must not point outside it"
+                    )
+            elif not (path.is_dir() or path.is_file()):
+                raise TaskImportError(f"{path} is not a regular file or folder (a FIFO, socket or device)")
+
+
+def _link_stays_inside(root: Path, real_root: str, link: Path, target: str) -> bool:
+    if os.path.isabs(target):
+        return False  # it names a host path, whichever copy of the task it is in
+    # Lexically (the copy keeps the link as written, so `../<task name>/x` would not survive a
+    # rename) and as resolved now (a chain of links that ends outside).
+    relative = os.path.normpath(os.path.join(os.path.relpath(link.parent, root), target))
+    if relative == ".." or relative.startswith(".." + os.sep):
+        return False
+    resolved = os.path.realpath(link)
+    return resolved == real_root or resolved.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def copy_task_tree(src: Path, dest: Path, ignore=None) -> None:
+    """shutil.copytree that copies links as links (after `check_tree` made sure that none
+    leaves the folder), so no host file is ever read through a task."""
+    shutil.copytree(src, dest, symlinks=True, ignore=ignore)
+
+
+def _inside(path: Path, root: Path, what: str, compose: str, value: str) -> Path:
+    """`path` resolved (through any links), refused unless it lies within `root`."""
+    if os.path.isabs(value) or "://" in value:
+        raise TaskImportError(f"{compose}: {what} {value!r} is not a relative path inside the task folder")
+    resolved = Path(os.path.realpath(path))
+    real_root = Path(os.path.realpath(root))
+    if resolved != real_root and real_root not in resolved.parents:
+        raise TaskImportError(f"{compose}: {what} {value!r} points outside {root} (to {resolved})")
+    return resolved
+
+
 def _compose_build(src: Path) -> tuple[Path, str]:
-    """(build context, Dockerfile name) from a single-service docker-compose.yaml, or the defaults."""
+    """(build context, Dockerfile path relative to it) from a single-service
+    docker-compose.yaml, or the defaults. Both must lie inside the task folder: converting a
+    task copies its context and reads its Dockerfile, and a task may not make that a host path."""
     compose = next((src / n for n in ("docker-compose.yaml", "docker-compose.yml") if (src / n).is_file()), None)
     if compose is None:
         return src, "Dockerfile"
@@ -92,18 +153,26 @@ def _compose_build(src: Path) -> tuple[Path, str]:
         data = yaml.safe_load(compose.read_text()) or {}
     except yaml.YAMLError as exc:
         raise TaskImportError(f"{compose.name} is not valid YAML: {exc}") from None
-    services = data.get("services") or {}
+    services = data.get("services") if isinstance(data, dict) else None
+    services = services if isinstance(services, dict) else {}
     if len(services) != 1:
         raise TaskImportError(
             f"{compose.name} defines {len(services)} services; only single-service tasks are supported"
         )
     service = next(iter(services.values())) or {}
-    build = service.get("build", ".")
+    build = service.get("build", ".") if isinstance(service, dict) else None
     if isinstance(build, str):
-        return (src / build).resolve(), "Dockerfile"
-    if isinstance(build, dict):
-        return (src / str(build.get("context", "."))).resolve(), str(build.get("dockerfile", "Dockerfile"))
-    raise TaskImportError(f"{compose.name}: unsupported build entry {build!r}")
+        build = {"context": build}
+    if not isinstance(build, dict):
+        raise TaskImportError(f"{compose.name}: unsupported build entry {build!r}")
+    context_value = str(build.get("context", "."))
+    context = _inside(src / context_value, src, "build context", compose.name, context_value)
+    dockerfile_value = str(build.get("dockerfile", "Dockerfile"))
+    _inside(context / dockerfile_value, context, "build dockerfile", compose.name, dockerfile_value)
+    dockerfile = os.path.normpath(dockerfile_value)
+    if dockerfile == ".." or dockerfile.startswith(".." + os.sep):
+        raise TaskImportError(f"{compose.name}: build dockerfile {dockerfile_value!r} is outside the build context")
+    return context, dockerfile
 
 
 def solution_script(src: Path) -> str:
@@ -156,6 +225,7 @@ TB_DEFAULT_RUN_TESTS = '#!/bin/bash\npython3 -m pytest "$TEST_DIR" -rA\n'
 def convert_classic(src: Path, dest: Path) -> Path:
     """Write the native layout of the classic task at `src` into `dest` (created)."""
     src = Path(src)
+    check_tree(src)  # before anything (task.yaml included) is read through a link
     try:
         meta = yaml.safe_load((src / "task.yaml").read_text()) or {}
     except yaml.YAMLError as exc:
@@ -168,20 +238,29 @@ def convert_classic(src: Path, dest: Path) -> Path:
         raise TaskImportError(f"no {dockerfile} in the build context {context}")
     if not (src / "tests").is_dir() and not (src / "run-tests.sh").is_file():
         raise TaskImportError("no tests/ and no run-tests.sh")
+    # Each copied folder lands at another depth of the copy (the context becomes environment/),
+    # so its links must stay inside that folder itself, not merely inside the task.
+    check_tree(context)
+    if (src / "tests").is_dir():
+        check_tree(src / "tests")
     solve = solution_script(src)
 
     dest.mkdir(parents=True)
     env = dest / "environment"
-    shutil.copytree(
-        context, env, ignore=lambda d, names: [n for n in names if Path(d) == context and n in _NOT_CONTEXT]
-    )
+    copy_task_tree(context, env, ignore=lambda d, names: [n for n in names if Path(d) == context and n in _NOT_CONTEXT])
     if dockerfile != "Dockerfile":
-        shutil.move(str(env / dockerfile), str(env / "Dockerfile"))
+        # The copy's Dockerfile gets its native name. Read from the source, written into the
+        # copy (never moved: the source is not ours); `dockerfile` lies inside the context, so
+        # both names are inside `env`, and unlinking first never writes through a copied link.
+        text = (context / dockerfile).read_bytes()
+        (env / dockerfile).unlink(missing_ok=True)
+        (env / "Dockerfile").unlink(missing_ok=True)
+        (env / "Dockerfile").write_bytes(text)
     (dest / "solution").mkdir()
     (dest / "solution" / "solve.sh").write_text(solve)
     tests = dest / "tests"
     if (src / "tests").is_dir():
-        shutil.copytree(src / "tests", tests)
+        copy_task_tree(src / "tests", tests)
     else:
         tests.mkdir()
     run_tests = src / "run-tests.sh"
@@ -195,14 +274,22 @@ def convert_classic(src: Path, dest: Path) -> Path:
     toml += [
         "",
         "[agent]",
-        f"timeout_sec = {float(meta.get('max_agent_timeout_sec', TB_AGENT_TIMEOUT)):g}",
+        f"timeout_sec = {_timeout(meta, 'max_agent_timeout_sec', TB_AGENT_TIMEOUT)}",
         "",
         "[verifier]",
-        f"timeout_sec = {float(meta.get('max_test_timeout_sec', TB_TEST_TIMEOUT)):g}",
+        f"timeout_sec = {_timeout(meta, 'max_test_timeout_sec', TB_TEST_TIMEOUT)}",
         "",
     ]
     (dest / "task.toml").write_text("\n".join(toml))
     return dest
+
+
+def _timeout(meta: dict[str, Any], key: str, default: float) -> str:
+    """A timeout for task.toml (whose loader checks its range); not a number is a TaskImportError."""
+    value = meta.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TaskImportError(f"task.yaml: {key} must be a number of seconds, got {value!r}")
+    return f"{float(value):g}"  # inf and nan come out as TOML's inf and nan
 
 
 def looks_like_task(path: Path) -> bool:
@@ -212,20 +299,26 @@ def looks_like_task(path: Path) -> bool:
 
 def cached_conversion(src: Path) -> Path:
     """A converted copy of a classic task, reused while the source is unchanged."""
+    check_tree(src)  # the hash below reads every file: never through a link to the host
     h = hashlib.sha256()
-    for p in sorted(x for x in Path(src).rglob("*") if x.is_file()):
-        h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for p in sorted(Path(src).rglob("*")):
+        if p.is_symlink():  # a link is its target's name, not the file it points to
+            h.update(str(p.relative_to(src)).encode() + b"\0L" + os.readlink(p).encode() + b"\0")
+        elif p.is_file():
+            h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
     root = resolve_paths().cache_dir / "imported"
     dest = root / f"{Path(src).name}-{h.hexdigest()[:12]}" / Path(src).name
     if not (dest / "task.toml").is_file():
         tmp = Path(tempfile.mkdtemp(prefix="convert-", dir=_ensure(root)))
-        convert_classic(src, tmp / Path(src).name)
-        dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.replace(tmp / Path(src).name, dest)  # atomic: concurrent loaders never see half a task
-        except OSError:
-            pass  # another process finished first
-        shutil.rmtree(tmp, ignore_errors=True)
+            convert_classic(src, tmp / Path(src).name)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(tmp / Path(src).name, dest)  # atomic: concurrent loaders never see half a task
+            except OSError:
+                pass  # another process finished first
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # a refused task leaves nothing in the cache
     return dest
 
 
@@ -241,7 +334,12 @@ def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[
     roots = (
         [src]
         if looks_like_task(src)
-        else sorted(p for p in Path(src).rglob("*") if p.is_dir() and looks_like_task(p) and not _inside_task(p, src))
+        else sorted(
+            p
+            for p in Path(src).rglob("*")
+            # A linked folder is not a task of SRC: importing it would copy whatever it points to.
+            if p.is_dir() and not p.is_symlink() and looks_like_task(p) and not _inside_task(p, src)
+        )
     )
     for task_dir in roots:
         target = Path(dest) / task_dir.name
@@ -253,7 +351,8 @@ def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[
                 convert_classic(task_dir, target)
                 done.append(ImportedTask(task_dir.name, task_dir, target, "terminal-bench"))
             else:
-                shutil.copytree(task_dir, target)
+                check_tree(task_dir)
+                copy_task_tree(task_dir, target)
                 done.append(ImportedTask(task_dir.name, task_dir, target, "harbor"))
         except (TaskImportError, OSError) as exc:
             shutil.rmtree(target, ignore_errors=True)

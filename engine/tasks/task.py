@@ -16,16 +16,23 @@ loading past it.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.tasks.importer import TaskImportError, cached_conversion, is_classic, looks_like_task
+from engine.tasks.importer import TaskImportError, cached_conversion, check_tree, is_classic, looks_like_task
 
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
+# Limits a task may ask for. A task folder is untrusted: a value out of range is an error naming
+# the field, never a silently unlimited or broken sandbox (memory_mb = -1 used to run the local
+# sandbox with no memory cgroup at all).
+MAX_TIMEOUT_SEC = 24 * 3600.0
+MAX_SIZE_MB = 1024 * 1024  # 1 TiB, for memory and storage
 SPLITS = ("train", "eval")
 
 
@@ -99,7 +106,7 @@ _MEMORY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG])?[iI]?[bB]?\s*$")
 
 def _memory_mb(value: Any) -> int:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
+        return int(value)  # nan and inf raise here (ValueError, OverflowError)
     if isinstance(value, str):
         m = _MEMORY_RE.match(value)
         if m:
@@ -109,11 +116,25 @@ def _memory_mb(value: Any) -> int:
     raise ValueError(f"memory must be a number of MB or a size like '2G', got {value!r}")
 
 
-def _number(section: dict[str, Any], key: str, default: float, where: str) -> float:
+def _number(section: dict[str, Any], key: str, default: float, where: str, maximum: float) -> float:
     value = section.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+    # TOML has nan and inf: `value <= 0` is False for nan, so finiteness is checked on its own.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ValueError(f"[{where}] {key} must be a positive number, got {value!r}")
+    if value > maximum:
+        raise ValueError(f"[{where}] {key} must be at most {maximum:g}, got {value!r}")
     return float(value)
+
+
+def _size_mb(key: str, value: Any) -> int:
+    """A memory or storage size in MB, refused unless it is at least 1 MB and at most MAX_SIZE_MB."""
+    try:
+        mb = _memory_mb(value)
+    except (ValueError, OverflowError):
+        raise ValueError(f"[environment] {key} must be a number of MB or a size like '2G', got {value!r}") from None
+    if mb < 1 or mb > MAX_SIZE_MB:
+        raise ValueError(f"[environment] {key} must be between 1 MB and {MAX_SIZE_MB} MB (1 TiB), got {value!r}")
+    return mb
 
 
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
@@ -134,6 +155,12 @@ def load_task(path: Path, split: str | None = None) -> Task:
         except (TaskImportError, OSError) as exc:
             raise TaskLoadError(path, f"classic Terminal-Bench task: {exc}") from None
         return load_task(converted, split)
+    try:
+        # Before any file is read: a link out of the task (`tests -> /etc`, an instruction that
+        # is a host file) would hand host files to the agent's sandbox or the verifier.
+        check_tree(path)
+    except TaskImportError as exc:
+        raise TaskLoadError(path, str(exc)) from None
     toml_path = path / "task.toml"
     if not toml_path.is_file():
         raise TaskLoadError(path, "missing task.toml")
@@ -154,16 +181,18 @@ def load_task(path: Path, split: str | None = None) -> Task:
         verifier = _section(data, "verifier")
         env = _section(data, "environment")
         metadata = _section(data, "metadata")
-        memory = env.get("memory_mb", env.get("memory", EnvironmentSettings.memory_mb))
+        memory_key = "memory_mb" if "memory_mb" in env else "memory"
+        memory = env.get(memory_key, EnvironmentSettings.memory_mb)
         storage = env.get("storage_mb")
         allow = env.get("allow_internet", False)
         if not isinstance(allow, bool):
             raise ValueError(f"[environment] allow_internet must be true or false, got {allow!r}")
         image = env.get("docker_image")
         environment = EnvironmentSettings(
-            cpus=_number(env, "cpus", 1.0, "environment"),
-            memory_mb=_memory_mb(memory),
-            storage_mb=_memory_mb(storage) if storage is not None else None,
+            # More CPUs than the machine has can never be granted: say so rather than oversubscribe.
+            cpus=_number(env, "cpus", 1.0, "environment", float(os.cpu_count() or 1)),
+            memory_mb=_size_mb(memory_key, memory),
+            storage_mb=_size_mb("storage_mb", storage) if storage is not None else None,
             allow_internet=allow,
             docker_image=str(image) if image else None,
         )
@@ -174,8 +203,10 @@ def load_task(path: Path, split: str | None = None) -> Task:
             name=path.name,
             path=path.resolve(),
             instruction=instruction,
-            agent_timeout_sec=_number(agent, "timeout_sec", DEFAULT_AGENT_TIMEOUT, "agent"),
-            verifier_timeout_sec=_number(verifier, "timeout_sec", DEFAULT_VERIFIER_TIMEOUT, "verifier"),
+            agent_timeout_sec=_number(agent, "timeout_sec", DEFAULT_AGENT_TIMEOUT, "agent", MAX_TIMEOUT_SEC),
+            verifier_timeout_sec=_number(
+                verifier, "timeout_sec", DEFAULT_VERIFIER_TIMEOUT, "verifier", MAX_TIMEOUT_SEC
+            ),
             environment=environment,
             verifier_env={str(k): str(v) for k, v in verifier_env.items()},
             metadata=dict(metadata),
@@ -204,6 +235,10 @@ def load_suite(root: Path) -> Suite:
                 errors.append(exc)
             return
         for child in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            if child.is_symlink():
+                # A suite is its own folders: a linked one could lead anywhere on the host (`x -> /`).
+                errors.append(TaskLoadError(child, f"a symbolic link to {os.readlink(child)!r}; not followed"))
+                continue
             visit(child, child.name if child.name in SPLITS else split)
 
     visit(root, root.name if root.name in SPLITS else None)

@@ -6,9 +6,10 @@ from dataclasses import asdict
 
 import click
 
-from trsi_tui.cli.common import cluster_option, engine_of, new_table, out, write_json
+from trsi_tui.cli.common import cluster_option, engine_of, failure, new_table, out, write_json
 from trsi_tui.cli.group import cli
 from trsi_tui.render import cluster_line
+from trsi_tui.safe_text import markup
 
 
 @cli.group()
@@ -32,7 +33,7 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
     try:
         nodes = engine.cluster_status()
     except ClusterError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     table = new_table(
         f"cluster at {engine.config.cluster.address}",
         "node",
@@ -57,5 +58,5 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
             n.version,
         )
     out.print(table)
-    out.print(cluster_line(nodes))
+    out.print(markup(cluster_line(nodes)))  # hostnames and backends come from other machines
     write_json(json_path, {"address": engine.config.cluster.address, "nodes": [asdict(n) for n in nodes]})

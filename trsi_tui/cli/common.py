@@ -1,4 +1,10 @@
-"""What every command module shares: the consoles, the engine of this invocation, progress lines."""
+"""What every command module shares: the consoles, the engine of this invocation, progress lines.
+
+Task names, instructions, check names, failure reasons, verifier and agent output are untrusted
+(a task folder or an agent wrote them): every table cell goes through `trsi_tui.safe_text`
+(`SafeTable`), and every print or error that carries such text escapes it with `markup` or
+`failure`, so no escape sequence or Rich markup from a task ever reaches the terminal.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from engine.config import ConfigError
 from engine.events import EpisodeFinished, Event, RunStarted
 from engine.store import StoreError
 from sandboxes import available_backends
+from trsi_tui.safe_text import markup, plain, printable
 
 # Piped output (CI logs, files) gets a wide console so tables are not cut to 80 columns.
 out = Console(width=None if sys.stdout.isatty() else 160)
@@ -27,11 +34,24 @@ TASKS_HELP = (
 )
 
 
-def new_table(title: str, *columns: str) -> Table:
-    result = Table(title=title)
+class SafeTable(Table):
+    """A table whose string cells are untrusted text: shown as `printable` plain text, never read
+    as markup. A cell meant to be styled is passed as a Rich Text."""
+
+    def add_row(self, *renderables, **kwargs) -> None:
+        super().add_row(*(plain(cell) if isinstance(cell, str) else cell for cell in renderables), **kwargs)
+
+
+def new_table(title: str, *columns: str) -> SafeTable:
+    result = SafeTable(title=markup(title))  # titles carry paths and names too
     for col in columns:
         result.add_column(col, overflow="fold")
     return result
+
+
+def failure(message: object) -> click.ClickException:
+    """A CLI error whose message (often an exception carrying task text) prints no escape sequence."""
+    return click.ClickException(printable(str(message)))
 
 
 HOME_HELP = "Keep config and data in DIR instead of the XDG dirs (also: TRSI_HOME)."
@@ -52,7 +72,7 @@ def engine_of(ctx: click.Context, cluster: str | None = None) -> Engine:
         try:
             obj["engine"] = Engine.open(obj.get("home"))
         except (ConfigError, StoreError) as exc:
-            raise click.ClickException(str(exc)) from None
+            raise failure(exc) from None
     if cluster:
         obj["engine"].use_cluster(cluster)
     return obj["engine"]
@@ -78,7 +98,7 @@ def progress_printer():
             mark = "[green]PASS[/]" if r.success else ("[yellow]INFRA[/]" if not r.scored else "[red]FAIL[/]")
             reward = "-" if r.reward is None else f"{r.reward:.2f}"
             err.print(
-                f"  {done['n']:>3}/{done['total']} {mark} {r.task} ({r.agent}) "
+                f"  {done['n']:>3}/{done['total']} {mark} {markup(r.task)} ({markup(r.agent)}) "
                 f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s"
             )
 
@@ -92,7 +112,7 @@ def run_resumable(engine: Engine, listeners: list, call, *, errors: tuple, stopp
     try:
         return call()
     except errors as exc:
-        raise click.ClickException(f"{exc}{hint}") from None
+        raise failure(f"{exc}{hint}") from None
     except (KeyboardInterrupt, InterruptedError):
         engine.cancel()
         raise click.ClickException(f"{stopped}; run the same command to resume it") from None

@@ -14,6 +14,7 @@ from trsi_tui.cli.common import (
     cluster_option,
     engine_of,
     err,
+    failure,
     new_table,
     out,
     progress_printer,
@@ -21,6 +22,7 @@ from trsi_tui.cli.common import (
 )
 from trsi_tui.cli.group import cli
 from trsi_tui.render import comparison_lines, summary_lines, task_row
+from trsi_tui.safe_text import markup
 
 
 # -- eval -------------------------------------------------------------------------------------
@@ -127,11 +129,11 @@ def eval_cmd(
             only=only,
         )
     except (SandboxError, PolicyError, ValueError, ClusterError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     finally:
         unsubscribe()
     for e in suite.errors:
-        err.print(f"[red]skipped malformed task[/] {e.path}: {e.reason}")
+        err.print(f"[red]skipped malformed task[/] {markup(str(e.path))}: {markup(e.reason)}")
     table = new_table(
         f"eval {agent} (run {report.run_id})", "task", "split", "status", "success", "checks", "reward", "time"
     )
@@ -153,7 +155,7 @@ def eval_cmd(
             table.add_row(*task_row(t))
         out.print(table)
     for line in summary_lines(report.summary):
-        out.print(line)
+        out.print(markup(line))
     write_json(json_path, report.to_json())
 
 
@@ -168,6 +170,6 @@ def eval_compare(ctx: click.Context, run_a: str, run_b: str) -> None:
     except KeyError as exc:
         raise click.ClickException(f"no stored run {exc.args[0]!r} (see `trsi-tui runs`)") from None
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     for line in comparison_lines(comparison, run_a, run_b):
-        out.print(line)
+        out.print(markup(line))

@@ -15,6 +15,7 @@ from trsi_tui.cli.common import (
     check_backend,
     cluster_option,
     engine_of,
+    failure,
     new_table,
     out,
     progress_printer,
@@ -23,6 +24,7 @@ from trsi_tui.cli.common import (
 )
 from trsi_tui.cli.group import cli
 from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, seed_rows, stage_rows
+from trsi_tui.safe_text import markup
 
 
 # -- pipeline ------------------------------------------------------------------------------------
@@ -110,7 +112,7 @@ def pipeline_run(
         if cluster:
             engine.use_cluster(cluster)
     except (ConfigError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():
         from trsi_tui.app import create_app
 
@@ -124,11 +126,11 @@ def pipeline_run(
 
     def show(event) -> None:
         if isinstance(event, PipelineProgress):
-            out.print(f"[bold]{event.stage}[/] {event.status}: {event.detail}")
+            out.print(f"[bold]{markup(event.stage)}[/] {markup(event.status)}: {markup(event.detail)}")
         elif isinstance(event, RsrProgress):
-            out.print(f"  rsr {event.round} {event.stage}: {event.detail}")
+            out.print(f"  rsr {event.round} {markup(event.stage)}: {markup(event.detail)}")
         elif isinstance(event, RprProgress):
-            out.print(f"  rpr {event.round} {event.detail}")
+            out.print(f"  rpr {event.round} {markup(event.detail)}")
 
     lineages = run_resumable(
         engine,

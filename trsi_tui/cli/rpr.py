@@ -8,6 +8,7 @@ from engine.rollout.harnesses import HARNESSES
 from sandboxes import SandboxError
 from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
 from trsi_tui.cli.group import cli
+from trsi_tui.safe_text import markup
 
 
 # -- RPR ---------------------------------------------------------------------------------------
@@ -91,7 +92,7 @@ def rpr_run(
 
     def show(event) -> None:
         if isinstance(event, RprProgress):
-            out.print(f"[bold]rpr {event.round}[/] {event.detail}")
+            out.print(f"[bold]rpr {event.round}[/] {markup(event.detail)}")
 
     report = run_resumable(
         engine,
@@ -135,6 +136,6 @@ def rpr_run(
             _fmt(row.get("ppo/entropy")),
         )
     out.print(table)
-    out.print(f"actor: {report.checkpoint or 'unchanged'}")
-    out.print(f"trainer checkpoint (critic, value head, optimizer state): {report.trainer_checkpoint}")
+    out.print(f"actor: {markup(report.checkpoint or 'unchanged')}")
+    out.print(f"trainer checkpoint (critic, value head, optimizer state): {markup(str(report.trainer_checkpoint))}")
     write_json(json_path, {**asdict(report), "history": list(report.history)})

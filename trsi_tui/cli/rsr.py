@@ -8,6 +8,7 @@ from engine.rollout.harnesses import HARNESSES
 from sandboxes import SandboxError
 from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
 from trsi_tui.cli.group import cli
+from trsi_tui.safe_text import markup
 
 
 # -- rsr --------------------------------------------------------------------------------------
@@ -84,9 +85,9 @@ def rsr_run(
 
     def show(event) -> None:
         if isinstance(event, RsrProgress):
-            out.print(f"[bold]rsr {event.round} {event.stage}[/]: {event.detail}")
+            out.print(f"[bold]rsr {event.round} {markup(event.stage)}[/]: {markup(event.detail)}")
         elif isinstance(event, RunbookDrafted):
-            out.print(f"  runbook {event.runbook_id} for {event.task}: {event.status}")
+            out.print(f"  runbook {event.runbook_id} for {markup(event.task)}: {markup(event.status)}")
 
     report = run_resumable(
         engine,
@@ -118,5 +119,5 @@ def rsr_run(
     out.print(table)
     out.print("funnel: " + " -> ".join(f"{n} {step}" for step, n in report.funnel.items()))
     for note in report.notes:
-        out.print(f"note: {note}")
+        out.print(f"note: {markup(note)}")
     write_json(json_path, {**asdict(report), "notes": list(report.notes)})

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from sandboxes import SandboxError
-from trsi_tui.cli.common import engine_of, err, out
+from trsi_tui.cli.common import engine_of, err, failure, out
 from trsi_tui.cli.group import cli
+from trsi_tui.safe_text import markup
 
 
 # -- sandbox ----------------------------------------------------------------------------------
@@ -54,7 +55,7 @@ def sandbox_build_base(mirror: str, flavour: str, ca_bundle: Path | None, force:
             return
         out.print(f"built {build_base_image(mirror, log=err.print, flavour=flavour, ca_bundle=ca_bundle)}")
     except (SandboxError, OSError, subprocess.CalledProcessError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
 
 
 @sandbox.command("rebuild")
@@ -76,14 +77,14 @@ def sandbox_rebuild(ctx: click.Context, tasks: tuple[Path, ...]) -> None:
     for task in tasks:
         context = task / "environment"
         if not (context / "Dockerfile").is_file():
-            err.print(f"{task}: no environment/Dockerfile (it runs in the base image)")
+            err.print(f"{markup(str(task))}: no environment/Dockerfile (it runs in the base image)")
             continue
         forget_build_failure(context, aliases, failures)
         try:
-            out.print(f"{task}: built {build_task_image(context, aliases, failures)}")
+            out.print(f"{markup(str(task))}: built {build_task_image(context, aliases, failures)}")
         except SandboxError as exc:
             failed += 1
-            err.print(f"{task}: {exc}")
+            err.print(f"{markup(str(task))}: {markup(str(exc))}")
     if failed:
         raise SystemExit(1)
 
@@ -98,4 +99,4 @@ def sandbox_cleanup() -> None:
     try:
         out.print(f"removed {remove_orphans()} orphaned containers and {remove_build_leftovers()} left by image builds")
     except SandboxError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.text import Text
 
 from sandboxes import SandboxError
 from trsi_tui.cli.common import (
@@ -12,12 +13,14 @@ from trsi_tui.cli.common import (
     cluster_option,
     engine_of,
     err,
+    failure,
     new_table,
     out,
     progress_printer,
     write_json,
 )
 from trsi_tui.cli.group import cli
+from trsi_tui.safe_text import markup, one_line
 
 
 # -- tasks ------------------------------------------------------------------------------------
@@ -41,19 +44,18 @@ def tasks_list(ctx: click.Context, path: str | None) -> None:
         "agent timeout",
         "instruction",
     )
-    for t in suite.tasks:
-        first = t.instruction.splitlines()[0]
+    for t in suite.tasks:  # cells are made printable by the table
         table.add_row(
             t.name,
             t.split or "-",
             t.difficulty or "-",
             str(t.metadata.get("category", "-")),
             f"{t.agent_timeout_sec:g}s",
-            first[:70] + ("..." if len(first) > 70 else ""),
+            one_line(t.instruction, 70),
         )
     out.print(table)
     for e in suite.errors:
-        err.print(f"[red]malformed task[/] {e.path}: {e.reason}")
+        err.print(f"[red]malformed task[/] {markup(str(e.path))}: {markup(e.reason)}")
     ctx.exit(1 if suite.errors else 0)
 
 
@@ -87,14 +89,14 @@ def tasks_check(
     try:
         run_id, checks = engine.check_tasks(list(paths), backend=backend, concurrency=concurrency)
     except (SandboxError, ClusterError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     finally:
         unsubscribe()
     table = new_table(f"tasks check (run {run_id})", "task", "valid", "oracle", "nop", "reason")
     for c in checks:
         o = f"{c.oracle.checks_passed}/{c.oracle.checks_total}" if c.oracle else "-"
         n = f"{c.nop.checks_passed}/{c.nop.checks_total}" if c.nop else "-"
-        table.add_row(c.task, "[green]yes[/]" if c.valid else "[red]NO[/]", o, n, c.reason)
+        table.add_row(c.task, Text("yes", style="green") if c.valid else Text("NO", style="red"), o, n, c.reason)
     out.print(table)
     valid = sum(c.valid for c in checks)
     out.print(f"{valid}/{len(checks)} tasks valid")
@@ -120,7 +122,7 @@ def tasks_import(src: Path, dest: Path) -> None:
         table.add_row(t.name, t.format, str(t.source), str(t.dest))
     out.print(table)
     for path, reason in errors:
-        err.print(f"[red]not imported[/] {path}: {reason}")
+        err.print(f"[red]not imported[/] {markup(str(path))}: {markup(reason)}")
     if errors:
         raise SystemExit(1)
 
@@ -157,5 +159,5 @@ def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: 
     try:
         written = generate(chosen, instances, split, seed, dest)
     except CurriculumError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None
     out.print(f"wrote {len(written)} tasks ({len(chosen)} families x {instances}) to {dest / split}")
