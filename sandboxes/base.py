@@ -29,6 +29,16 @@ class SandboxUnavailable(SandboxError):
     """The backend cannot run on this machine; the message says how to fix that."""
 
 
+class AgentProcessesSurvived(RuntimeError):
+    """A process of the agent's turn could not be ended before verification. Not an
+    infrastructure error: the episode fails closed (scored 0), it is never verified."""
+
+
+class EnvironmentTampered(RuntimeError):
+    """The agent changed what the verifier runs on (the interpreter, the standard library, the
+    test runner or a helper): the episode is scored 0, never verified."""
+
+
 @dataclass(frozen=True)
 class Limits:
     cpus: float = 1.0
@@ -232,9 +242,11 @@ class Sandbox(ABC):
     def download(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or directory to the host path `dest`."""
 
+    @abstractmethod
     def prepare_for_verification(self) -> None:
-        """Called between the agent's turn and the verifier. Backends whose verifier shares the
-        agent's resource budget free it here when the agent exhausted it."""
+        """Called between the agent's turn and the verifier: end every process the agent's turn
+        started (detached daemons included), or raise AgentProcessesSurvived; raise
+        EnvironmentTampered when the agent changed what the verifier runs on."""
 
     @property
     def resource_events(self) -> dict[str, int]:

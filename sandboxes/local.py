@@ -5,14 +5,20 @@ tmpfs at /, /app (the workspace) and /tmp; fresh /proc and /dev; /root as HOME. 
 host's project tree is visible, so a task's tests and solution exist in the sandbox only once
 the engine uploads them.
 
-Process model: bwrap holds the namespaces with an idle `sleep` as its only child. Every shell
-(the agent's persistent session, setup, the verifier) joins those namespaces through nsenter
-with no capabilities. The verifier therefore gets a clean shell the agent never touched, and
-killing bwrap's init (pid 1 of the namespace) kills everything inside.
+Process model: bwrap holds the namespaces with an idle bash as pid 1, which the agent cannot
+signal and which reaps the orphans it leaves. Every shell (the agent's persistent session,
+setup, the verifier) joins those namespaces through nsenter with no capabilities. The verifier
+therefore gets a clean shell the agent never touched, and killing bwrap's init (pid 1 of the
+namespace) kills everything inside.
+
+The sandbox's root directory is a writable tmpfs, so `/bin`, `/sbin` and `/lib*` there are
+links an agent may replace. Every program the engine runs inside is therefore named by its
+real path on the host (under the read-only /usr), never looked up through those links.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -25,6 +31,7 @@ from pathlib import Path
 
 from sandboxes import private_view
 from sandboxes.base import (
+    AgentProcessesSurvived,
     Channel,
     Env,
     ExecResult,
@@ -36,7 +43,7 @@ from sandboxes.base import (
     pack_upload,
 )
 from sandboxes.limits import LimitGroup, create_group
-from sandboxes.procs import children, descendants, kill_pids
+from sandboxes.procs import children, descendants, end_namespace, kill_pids
 from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
@@ -59,6 +66,19 @@ def bwrap_path() -> str:
     if not found:
         raise SandboxUnavailable(INSTALL_HINT)
     return found
+
+
+@functools.cache
+def host_tool(name: str) -> str:
+    """The real path of a host program, as the sandbox sees it read-only: resolved through every
+    link, so that it never passes through the sandbox's own (writable) /bin or /sbin links."""
+    found = shutil.which(name, path=BASE_PATH)
+    if not found:
+        raise SandboxUnavailable(f"`{name}` is not installed on this machine; the local backend needs it")
+    real = os.path.realpath(found)
+    if not real.startswith(("/usr/", "/bin/", "/sbin/", "/lib")):
+        raise SandboxUnavailable(f"`{name}` resolves to {real}, outside the host userland the sandbox mounts")
+    return real
 
 
 def _userland_binds() -> list[str]:
@@ -87,6 +107,7 @@ class LocalSandbox(SessionSandbox):
         self._stopped = False
         self._as_root = os.geteuid() == 0
         self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
+        self._hold_w: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
@@ -132,14 +153,22 @@ class LocalSandbox(SessionSandbox):
         ]
         read_fd, write_fd = os.pipe()
         ready_r, ready_w = os.pipe()
+        # The namespace's pid 1 is a bash that the agent cannot signal (init ignores what it has
+        # no handler for, SIGKILL included) and that reaps the orphans the agent leaves. It idles
+        # reading a pipe the engine holds open and never writes: closing it ends the sandbox.
         # bwrap reports the pid on --info-fd before the mounts are finished; the idle command
         # itself writes to the ready pipe, so nobody enters a half-built namespace.
-        idle = f"echo ready >&{ready_w}; exec {ready_w}>&-; exec /bin/sleep infinity"
+        hold_r, self._hold_w = os.pipe()
+        idle = (
+            f"echo ready >&{ready_w}; exec {ready_w}>&- 4<&{hold_r} {hold_r}<&-; "
+            "trap '' HUP INT TERM QUIT USR1 USR2 PIPE; while :; do read -r -u 4 _ || exit 0; done"
+        )
         argv += [
+            "--as-pid-1",
             "--info-fd",
             str(write_fd),
             "--",
-            "/bin/bash",
+            host_tool("bash"),
             "--noprofile",
             "--norc",
             "-c",
@@ -151,13 +180,14 @@ class LocalSandbox(SessionSandbox):
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                pass_fds=(write_fd, ready_w),
+                pass_fds=(write_fd, ready_w, hold_r),
                 start_new_session=True,
                 env={"PATH": BASE_PATH},
             )
         finally:
             os.close(write_fd)
             os.close(ready_w)
+            os.close(hold_r)
         with os.fdopen(read_fd, "rb") as info_file:
             raw = info_file.read()
         with os.fdopen(ready_r, "rb") as ready_file:
@@ -183,6 +213,9 @@ class LocalSandbox(SessionSandbox):
             if self._stopped:
                 return
             self._stopped = True
+        if self._hold_w is not None:
+            os.close(self._hold_w)
+            self._hold_w = None
         if self._init_pid is not None:
             # pid 1 of the namespace: when it dies the kernel kills every process inside. It goes
             # first so each nsenter is still there to reap its own child (see shell.terminate).
@@ -218,20 +251,16 @@ class LocalSandbox(SessionSandbox):
     @property
     def resource_events(self) -> dict[str, int]:
         events = self._group.events() if self._group else {}
-        if self.alive:
+        if self.alive and self._init_pid is not None:
             # A tmpfs at its cap means a write failed with ENOSPC: report it as the disk limit.
-            try:
-                proc = subprocess.run(
-                    self._nsenter(["df", "-P", "/", "/app", "/tmp"]),
-                    capture_output=True,
-                    text=True,
-                    env=self._env(),
-                    timeout=10,
-                )
-                if any(line.split()[4] in ("99%", "100%") for line in proc.stdout.splitlines()[1:]):
+            # Read from the host through the init's root: nothing of the sandbox's runs for it.
+            for mount in ("/", "/app", "/tmp"):
+                try:
+                    st = os.statvfs(f"/proc/{self._init_pid}/root{mount}")
+                except OSError:
+                    continue
+                if st.f_blocks and st.f_bavail <= st.f_blocks // 100:
                     events["disk_limit"] = 1
-            except (subprocess.TimeoutExpired, IndexError, SandboxError):
-                pass
         return events
 
     # -- process plumbing ------------------------------------------------------------------
@@ -247,13 +276,13 @@ class LocalSandbox(SessionSandbox):
 
     def _enter(self) -> list[str]:
         """nsenter into every namespace of the sandbox's init (then the command follows)."""
-        return ["nsenter", "-t", str(self._init_pid), *_NAMESPACE_FLAGS, "--"]
+        return [host_tool("nsenter"), "-t", str(self._init_pid), *_NAMESPACE_FLAGS, "--"]
 
     def _nsenter(self, argv: list[str]) -> list[str]:
         if self._init_pid is None or not self.alive:
             raise SandboxError("sandbox is not running")
         return self._wrap(
-            [*self._enter(), "setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *argv]
+            [*self._enter(), host_tool("setpriv"), "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", *argv]
         )
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -271,7 +300,7 @@ class LocalSandbox(SessionSandbox):
 
     def _new_session(self) -> PipeShell:
         shell = PipeShell(
-            self._nsenter(["/bin/bash", "--noprofile", "--norc"]),
+            self._nsenter([host_tool("bash"), "--noprofile", "--norc"]),
             self._env(),
             self._emitter("agent"),
             self._interrupt_session,
@@ -295,16 +324,30 @@ class LocalSandbox(SessionSandbox):
         self.emit(OutputChunk(channel, "command", command))
         # nsenter's --wd resolves on the host side, so change directory inside the shell.
         script = f"cd -- {shell_quote(cwd or self.spec.workdir)} || exit 1\n{command}"
-        argv = self._nsenter(["/bin/bash", "--noprofile", "--norc", "-c", script])
+        argv = self._nsenter([host_tool("bash"), "--noprofile", "--norc", "-c", script])
         result = run_streamed(argv, self._env(env), timeout, self._emitter(channel))
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return result
 
-    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
-        """The verifier's view: a private mount namespace with tmpfs at each upload and at
-        `collect`. Processes the agent left running keep running (a server under test still
-        answers), but they can neither read the uploaded tests nor write the verifier's logs.
+    def prepare_for_verification(self) -> None:
+        """End every process of the agent's turn, daemons included, before the verifier starts.
+
+        They are all in the sandbox's pid namespace (or one below it): each is stopped, then
+        killed, until none is left. A process that survives that is an episode the engine cannot
+        verify honestly, and the caller is told so.
         """
+        if self._session is not None:
+            self._session.kill()
+        if self._init_pid is None or not self.alive:
+            return
+        survivors = end_namespace(self._init_pid)
+        if survivors:
+            raise AgentProcessesSurvived(f"{len(survivors)} agent process(es) could not be ended: {sorted(survivors)}")
+
+    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
+        """The verifier's view: private mount and pid namespaces with tmpfs at each upload and at
+        `collect`. Built with capabilities by the host's read-only programs, with the engine's
+        environment; the command itself runs with none and with only its own environment."""
         uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
         run = private_view.build(
             command,
@@ -314,13 +357,14 @@ class LocalSandbox(SessionSandbox):
             cwd=cwd or self.spec.workdir,
             size_mb=self.spec.limits.disk_mb,
             collect_fd=3,
+            tools={name: host_tool(name) for name in private_view.TOOLS},
+            inner_env=self._env(env),
         )
-        script = run.script
         if self._verifier_group is None:
             self._verifier_group = create_group(self.spec.limits, tag="trsi-verifier")
+        view = ["--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private"]
         argv = self._wrap(
-            [*self._enter(), "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script],
-            group=self._verifier_group,
+            [*self._enter(), host_tool("unshare"), *view, host_tool("sh"), "-c", run.script], group=self._verifier_group
         )
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
@@ -336,8 +380,15 @@ class LocalSandbox(SessionSandbox):
         try:
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
             argv = ["/bin/bash", "-c", f'exec 3>&{write_fd} {write_fd}>&-; exec "$@"', "trsi-fd3", *argv]
+            # The privileged script gets the engine's environment only; the task's reaches the
+            # command through the script (inner_env).
             result = run_streamed(
-                argv, self._env(env), timeout, self._emitter(channel), stdin_data=run.uploads_tar, pass_fds=(write_fd,)
+                argv,
+                {"PATH": BASE_PATH, "LANG": "C.UTF-8"},
+                timeout,
+                self._emitter(channel),
+                stdin_data=run.uploads_tar,
+                pass_fds=(write_fd,),
             )
         finally:
             os.close(write_fd)
@@ -350,7 +401,7 @@ class LocalSandbox(SessionSandbox):
         data, target_dir = pack_upload(src, dest)
         script = 'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
         proc = subprocess.run(
-            self._nsenter(["/bin/sh", "-c", script, "upload", target_dir]),
+            self._nsenter([host_tool("sh"), "-c", script, "upload", target_dir]),
             input=data,
             capture_output=True,
             env=self._env(),
@@ -362,7 +413,7 @@ class LocalSandbox(SessionSandbox):
     def download(self, src: str, dest: Path) -> None:
         parent, name = os.path.split(src.rstrip("/")) or ("/", src)
         proc = subprocess.run(
-            self._nsenter(["/bin/sh", "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name]),
+            self._nsenter([host_tool("sh"), "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name]),
             capture_output=True,
             env=self._env(),
             timeout=120,

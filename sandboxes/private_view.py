@@ -1,11 +1,19 @@
-"""The verifier's private view, shared by backends that can create a mount namespace.
+"""The verifier's private view on the local backend: its own mount and pid namespaces.
 
 `build(...)` returns a POSIX sh script and the tar of the uploads it expects on stdin. Run it
-with CAP_SYS_ADMIN inside `unshare --mount --propagation private`: it mounts fresh tmpfs at
-every upload destination and at the collect directory, covers masked files, unpacks the uploads,
-runs the command with capabilities dropped (`drop`), then writes a tar of the collect directory to
-the file descriptor `collect_fd`. Processes outside the namespace (the agent's leftovers) see
-none of it.
+with capabilities over the sandbox's namespaces inside `unshare --mount --pid --fork
+--mount-proc --propagation private`, by the trusted paths in `tools`: it mounts fresh tmpfs at
+every upload destination and at the collect directory, covers masked files, unpacks the
+uploads, runs the command with every capability dropped and only `inner_env` as its
+environment, kills whatever the command left running in its pid namespace, then writes a tar of
+the collect directory to the file descriptor `collect_fd`.
+
+Nothing from the sandbox's writable filesystem runs while capabilities are held: every program
+of the script is named by an absolute path that the sandbox mounts read-only from the host, and
+the script's own environment is the engine's. By the time it runs, the engine has ended every
+process of the agent's turn (`Sandbox.prepare_for_verification`), so nothing can watch the view
+through /proc either; what the verifier itself starts lives in its pid namespace and is killed
+before the results are read.
 """
 
 from __future__ import annotations
@@ -21,9 +29,9 @@ from sandboxes.base import ExecResult, SandboxError
 from sandboxes.shell import shell_quote
 
 SETUP_FAILED = 96
-# The local backend's verifier keeps no capability at all (it never needs one: its sandbox root
-# is an unprivileged uid); the Docker backend passes its own, narrower drop.
+# The verifier keeps no capability at all: its sandbox root is an unprivileged uid.
 DROP_ALL_CAPS = ("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs")
+TOOLS = ("sh", "bash", "setpriv", "unshare", "mount", "tar", "mkdir", "rm", "env")
 
 
 @dataclass(frozen=True)
@@ -42,9 +50,12 @@ def build(
     cwd: str,
     size_mb: int,
     collect_fd: int,
-    drop: tuple[str, ...] = DROP_ALL_CAPS,
+    tools: dict[str, str],
+    inner_env: dict[str, str],
 ) -> PrivateRun:
-    """`drop`: the setpriv flags the command runs under once the view is mounted."""
+    """`tools`: absolute, read-only paths of the programs in TOOLS; `inner_env`: the command's
+    whole environment (nothing of the script's reaches it)."""
+    t = {name: shell_quote(tools[name]) for name in TOOLS}
     dirs = [*uploads, collect]
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -53,36 +64,42 @@ def build(
     lines: list[str] = []
     for d in map(shell_quote, dirs):
         # The mount point must be a real directory. Its contents need no removal (the tmpfs hides
-        # them), which also avoids racing an agent process that keeps writing there. A symlink or
-        # a file is removed; one that reappears is refused, before and after the mount.
-        lines.append(f"if [ -L {d} ] || {{ [ -e {d} ] && [ ! -d {d} ]; }}; then rm -f -- {d}; fi; mkdir -p -- {d}")
+        # them). A symlink or a file is removed; one that reappears is refused, before and after
+        # the mount (nothing of the agent's runs now, but a refused view is better than a wrong one).
+        lines.append(
+            f"if [ -L {d} ] || {{ [ -e {d} ] && [ ! -d {d} ]; }}; then {t['rm']} -f -- {d}; fi; {t['mkdir']} -p -- {d}"
+        )
         lines.append(f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
-        lines.append(f"mount -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
+        lines.append(f"{t['mount']} -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
         lines.append(f"[ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
     for m in map(shell_quote, masks):
         # A masked file is covered by an empty one in this view only; the agent's copy stays.
         lines.append(
-            f"if [ -e {m} ] || [ -L {m} ]; then mount --bind /dev/null {m} 2>/dev/null || "
-            f"mount -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi"
+            f"if [ -e {m} ] || [ -L {m} ]; then {t['mount']} --bind /dev/null {m} 2>/dev/null || "
+            f"{t['mount']} -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi"
         )
     inner = f"cd -- {shell_quote(cwd)} || exit 1\n{command}"
-    # With collect_fd 1 (docker exec has no other channel), the command's output goes to stderr.
+    env_words = " ".join(shell_quote(f"{k}={v}") for k, v in inner_env.items())
+    # With collect_fd 1, the command's output goes to stderr.
     keep_collect_clean = ">&2" if collect_fd == 1 else f"{collect_fd}>&-"
     parent, name = os.path.split(collect.rstrip("/"))
     lines += [
-        f"tar -x --no-same-owner -C / || exit {SETUP_FAILED}",
-        f"setpriv {' '.join(drop)} /bin/bash --noprofile --norc -c {shell_quote(inner)} </dev/null "
-        f"{keep_collect_clean}",
+        f"{t['tar']} -x --no-same-owner -C / || exit {SETUP_FAILED}",
+        f"{t['setpriv']} {' '.join(DROP_ALL_CAPS)} {t['env']} -i {env_words} "
+        f"{t['bash']} --noprofile --norc -c {shell_quote(inner)} </dev/null {keep_collect_clean}",
         "rc=$?",
-        f"tar -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&{collect_fd}",
+        # This shell is pid 1 of the verifier's pid namespace: kill(-1) ends everything the
+        # command left behind (a daemon of the program under test), before the results are read.
+        "kill -KILL -1 2>/dev/null",
+        f"{t['tar']} -c -C {shell_quote(parent or '/')} -- {shell_quote(name)} >&{collect_fd}",
         "exit $rc",
     ]
     return PrivateRun("\n".join(lines) + "\n", buf.getvalue(), name)
 
 
 def finish(result: ExecResult, collected: bytes, run: PrivateRun) -> tuple[ExecResult, Path | None]:
-    """The backend-independent end of a private run: no results after a timeout, an error if
-    the view could not be set up, else a host copy of the collected directory."""
+    """The end of a private run: no results after a timeout, an error if the view could not be
+    set up, else a host copy of the collected directory."""
     if result.timed_out:
         return result, None
     if result.exit_code == SETUP_FAILED:

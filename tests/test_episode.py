@@ -16,7 +16,7 @@ def test_oracle_succeeds_with_full_reward(config: Config):
     r = run_episode(load_task(EXAMPLE_TASK), OracleAgent(), config=config)
     assert r.success and r.status == "completed"
     assert (r.checks_passed, r.checks_total, r.reward) == (3, 3, 1.0)
-    assert r.verifier_source == "ctrf"
+    assert r.verifier_source == "ctrf+reward.txt"  # reward.txt decides, ctrf.json gives the detail
 
 
 def test_nop_gets_partial_credit_below_success(config: Config):
@@ -64,18 +64,21 @@ def test_tests_and_solution_are_invisible_during_the_agent_turn(tmp_path: Path, 
     assert r.success, r.checks
 
 
-def test_verifier_timeout_is_not_a_zero_reward(tmp_path: Path, config: Config):
+def test_a_verifier_timeout_scores_zero(tmp_path: Path, config: Config):
+    """Inside a live sandbox a verifier that runs out of time is the agent's doing (it may have
+    armed it to): a zero with its reason, never an episode dropped from the success rate."""
     task = load_task(
         write_task(tmp_path, "slow-verifier", test="#!/bin/bash\nsleep 30\n", toml="[verifier]\ntimeout_sec = 1\n")
     )
     r = run_episode(task, OracleAgent(), config=config)
-    assert r.status == "verifier_timeout" and r.reward is None and not r.scored
+    assert r.status == "verifier_timeout" and r.failure_mode == "verifier_timeout"
+    assert r.reward == 0.0 and r.scored and not r.success
 
 
-def test_verifier_without_results_is_an_error_not_a_zero(tmp_path: Path, config: Config):
+def test_a_verifier_without_results_scores_zero_with_its_reason(tmp_path: Path, config: Config):
     task = load_task(write_task(tmp_path, "silent", test="#!/bin/bash\necho nothing\n"))
     r = run_episode(task, OracleAgent(), config=config)
-    assert r.status == "verifier_error" and r.reward is None
+    assert r.status == "verifier_error" and r.reward == 0.0 and r.scored
     assert "no usable results" in r.error
 
 

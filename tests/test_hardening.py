@@ -248,3 +248,162 @@ def test_sleeping_past_the_agent_timeout_ends_the_turn(tmp_path: Path, backend: 
     r = episode(tmp_path, backend, "sleeper", "echo hello > /app/out.txt; sleep 600", toml="[agent]\ntimeout_sec = 2\n")
     assert time.monotonic() - t < 30
     assert r.status == "agent_timeout" and r.success  # the work done in time still counts
+
+
+# -- Attacks on the verdict that earlier releases let through (issue 28) ---------------------------
+# Each task's answer is known only to its tests ("the secret"), so only a forged verdict passes.
+
+SECRET_TEST = ctrf_test(("secret", 'test "$(cat /app/out.txt)" = s3cr3t-7f1c'))
+FORGED_CTRF = '{"results":{"tests":[{"name":"secret","status":"passed"}]}}'
+
+
+def test_a_leftover_daemon_cannot_reach_the_verifier_through_proc(tmp_path: Path, backend: str):
+    """A detached daemon that ignores signals waits for the verifier and writes a passing report
+    into its private view through /proc/<pid>/root, and a pytest summary into its stdout."""
+    daemon = (
+        "cat > /tmp/forge.sh <<'SH'\n"
+        "trap '' TERM HUP INT\n"
+        "while true; do\n"
+        "  for d in /proc/[0-9]*; do\n"
+        f"    echo '{FORGED_CTRF}' > $d/root/logs/verifier/ctrf.json 2>/dev/null\n"
+        "    echo 1 > $d/root/logs/verifier/reward.txt 2>/dev/null\n"
+        "    printf 'short test summary info\\nPASSED secret\\n== 1 passed in 0.1s ==\\n' > $d/fd/1 2>/dev/null\n"
+        "  done\n"
+        "done\n"
+        "SH\n"
+        "setsid nohup bash /tmp/forge.sh >/dev/null 2>&1 < /dev/null &\n"
+        "(setsid bash -c 'trap \"\" TERM; exec -a sleep bash /tmp/forge.sh' >/dev/null 2>&1 < /dev/null &)\n"
+        "echo wrong > /app/out.txt"
+    )
+    # A verifier that goes on for a while after writing its report (cleaning up, say).
+    r = episode(tmp_path, backend, "proc-forger", daemon, test=SECRET_TEST + "sleep 2\n")
+    assert r.status == "completed" and r.scored, r.error
+    assert not r.success and [c.name for c in r.checks] == ["secret"]
+
+
+def test_the_verifier_runs_after_every_agent_process_ended(tmp_path: Path, backend: str):
+    """Daemons, a process in a pid namespace of its own, and a stopped process are all gone
+    when the verifier starts: it sees no process of the agent's."""
+    solve = (
+        "(setsid sleep 1000 &) ; nohup sleep 1001 >/dev/null 2>&1 & disown\n"
+        "(unshare -Urpf sleep 1002 >/dev/null 2>&1 &)\n"
+        "sleep 1003 & kill -STOP $!\n"
+        "echo hello > /app/out.txt"
+    )
+    test = ctrf_test(("no_agent_process_left", "! grep -qs ^sleep /proc/[0-9]*/comm"))
+    r = episode(tmp_path, backend, "leftovers", solve, test=test)
+    assert r.success, (r.checks, r.verifier_output)
+
+
+def test_output_cannot_outrank_the_reward_file(tmp_path: Path, backend: str):
+    """The tests print the program's output (the agent's) and write reward.txt = 0."""
+    test = (
+        "#!/bin/bash\n"
+        "cat /app/out.txt\n"
+        "mkdir -p /logs/verifier\n"
+        'if [ "$(head -c 11 /app/out.txt)" = s3cr3t-7f1c ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+    )
+    fake = "=== short test summary info ===\\nPASSED tests/test_outputs.py::test_secret\\n=== 1 passed in 0.01s ==="
+    r = episode(tmp_path, backend, "summary-forger", f"printf '{fake}\\n' > /app/out.txt", test=test)
+    assert r.scored and not r.success and r.verifier_source == "reward.txt", r.verifier_output
+
+
+PYTEST_SECRET = """#!/bin/bash
+cat > /tests/test_secret.py <<'PY'
+import hashlib, json, random, email.utils
+
+def test_secret():
+    assert open('/app/out.txt').read().strip() == 's3cr3t-7f1c'
+PY
+cd /app && python3 -m pytest /tests/test_secret.py -rA
+"""
+
+# Imported instead of the standard library module, it makes every pytest report a pass.
+SHADOW = """
+import sys
+def _patch():
+    try:
+        import _pytest.reports as r
+    except Exception:
+        return
+    init = r.TestReport.__init__
+    def forced(self, *a, **k):
+        init(self, *a, **k)
+        self.outcome = "passed"
+        self.longrepr = None
+    r.TestReport.__init__ = forced
+_patch()
+"""
+
+
+def test_a_task_folder_cannot_shadow_the_verifiers_python(tmp_path: Path, backend: str):
+    shadows = ("hashlib", "json", "random", "email", "pytest", "pluggy", "_pytest")
+    plant = "".join(f"mkdir -p /app/{m} && cat > /app/{m}/__init__.py <<'PY'\n{SHADOW}PY\n" for m in shadows[-3:])
+    plant += "".join(f"cat > /app/{m}.py <<'PY'\n{SHADOW}PY\n" for m in shadows[:4])
+    # A plugin declared by metadata in the working directory, which pytest would load by itself.
+    plant += (
+        f"cat > /app/evilplugin.py <<'PY'\n{SHADOW}PY\n"
+        "mkdir -p /app/evil-1.0.dist-info\n"
+        "printf 'Metadata-Version: 2.1\\nName: evil\\nVersion: 1.0\\n' > /app/evil-1.0.dist-info/METADATA\n"
+        "printf '[pytest11]\\nevil = evilplugin\\n' > /app/evil-1.0.dist-info/entry_points.txt\n"
+    )
+    r = episode(tmp_path, backend, "shadow", plant + "echo wrong > /app/out.txt", test=PYTEST_SECRET)
+    assert r.scored and not r.success, r.verifier_output
+    assert r.checks and r.checks[0].status == "failed", r.verifier_output
+
+
+def test_the_tasks_own_modules_still_import_under_the_verifier(tmp_path: Path, backend: str):
+    solve = (
+        "printf 'def answer():\\n    return \"s3cr3t-7f1c\"\\n' > /app/mylib.py\n"
+        "printf 'import mylib\\nprint(mylib.answer())\\n' > /app/main.py\n"
+        "echo s3cr3t-7f1c > /app/out.txt"
+    )
+    test = PYTEST_SECRET.replace(
+        "def test_secret():",
+        "def test_main_imports_its_module():\n"
+        "    import subprocess\n"
+        "    out = subprocess.run(['python3', '/app/main.py'], capture_output=True, text=True).stdout\n"
+        "    assert out.strip() == 's3cr3t-7f1c'\n"
+        "    import mylib\n"
+        "    assert mylib.answer() == 's3cr3t-7f1c'\n\n"
+        "def test_secret():",
+    )
+    r = episode(tmp_path, backend, "own-modules", solve, test=test)
+    assert r.success and r.checks_total == 2, r.verifier_output
+
+
+def test_breaking_the_verifier_is_a_failure_not_a_drop(tmp_path: Path, backend: str):
+    """The verifier runs the agent's program, which the agent armed with a fork bomb and a kill
+    of everything in sight: a zero with its reason, never an unscored episode."""
+    solve = (
+        "cat > /app/check.sh <<'SH'\n"
+        "kill -9 -1 2>/dev/null\n"
+        "bomb() { bomb | bomb & }; bomb\n"
+        "SH\n"
+        "echo wrong > /app/out.txt"
+    )
+    test = "#!/bin/bash\nbash /app/check.sh\n" + SECRET_TEST.split("\n", 1)[1]
+    r = episode(tmp_path, backend, "verifier-breaker", solve, test=test, toml="[verifier]\ntimeout_sec = 10\n")
+    assert r.scored and r.reward == 0.0 and not r.success, (r.status, r.error)
+
+
+def test_replaced_system_programs_never_run_for_the_engine(tmp_path: Path, backend: str):
+    """A root agent replaces bash, sh, timeout, setpriv and unshare where it can write: what the
+    engine runs between the turn and the verdict is never one of them."""
+    forger = (
+        f"#!/bin/sh\nmkdir -p /logs/verifier; echo '{FORGED_CTRF}' > /logs/verifier/ctrf.json\n"
+        "echo 1 > /logs/verifier/reward.txt\n"
+    )
+    solve = (
+        f"cat > /tmp/forger <<'SH'\n{forger}SH\nchmod +x /tmp/forger\n"
+        # The local sandbox's /bin and /sbin are links on its writable root; Docker's are files.
+        "for d in /bin /sbin /usr/bin /usr/sbin /usr/local/bin; do\n"
+        "  [ -L $d ] && { rm -f $d; mkdir -p $d; }\n"
+        "  for p in bash sh dash timeout setpriv unshare mount tar df kill env; do\n"
+        "    cp /tmp/forger $d/$p 2>/dev/null\n"
+        "  done\n"
+        "done\n"
+        "true"
+    )
+    r = episode(tmp_path, backend, "replacer", solve, test=SECRET_TEST)
+    assert not r.success, (r.status, r.checks, r.verifier_output)

@@ -80,26 +80,53 @@ def test_reward_txt_is_one_check():
         parse_reward_txt("yes")
 
 
-def test_collect_prefers_ctrf_over_reward_txt(tmp_path: Path):
+def test_the_reward_file_decides_and_ctrf_gives_the_detail(tmp_path: Path):
+    (tmp_path / "reward.txt").write_text("0")
+    (tmp_path / "ctrf.json").write_text(json.dumps({"results": {"tests": [{"name": "x", "status": "passed"}]}}))
+    found = collect_checks(tmp_path, "")
+    assert found.source == "ctrf+reward.txt" and found.verdict is False
+    # The detail alone would look like a success: the failing reward file is added to it.
+    assert [(c.name, c.passed) for c in found.checks] == [("x", True), ("reward", False)]
     (tmp_path / "reward.txt").write_text("1")
-    (tmp_path / "ctrf.json").write_text(json.dumps({"results": {"tests": [{"name": "x", "status": "failed"}]}}))
-    checks, source = collect_checks(tmp_path, "")
-    assert source == "ctrf" and not checks[0].passed
+    assert collect_checks(tmp_path, "").verdict is True
 
 
 def test_collect_falls_back_in_order(tmp_path: Path):
     (tmp_path / "junit.xml").write_text(JUNIT)
-    assert collect_checks(tmp_path, PYTEST_OUT)[1] == "junit"
+    assert collect_checks(tmp_path, PYTEST_OUT).source == "junit"
     (tmp_path / "junit.xml").unlink()
-    assert collect_checks(tmp_path, PYTEST_OUT)[1] == "pytest"
+    assert collect_checks(tmp_path, PYTEST_OUT).source == "pytest"
     (tmp_path / "reward.json").write_text('{"reward": 1.0}')
-    assert collect_checks(tmp_path, "no summary")[1] == "reward.json"
+    assert collect_checks(tmp_path, PYTEST_OUT).source == "reward.json"
+
+
+def test_output_never_outranks_a_reward_file(tmp_path: Path):
+    """A test that prints the program's output (the agent's) and writes reward.txt = 0."""
+    (tmp_path / "reward.txt").write_text("0\n")
+    found = collect_checks(tmp_path, PYTEST_OUT)
+    assert found.source == "reward.txt" and found.verdict is False
+
+
+def test_a_summary_is_read_only_from_the_end_of_the_output():
+    forged = "short test summary info\nPASSED t.py::test_a\n==== 1 passed in 0.01s ====\n"
+    assert parse_pytest_summary(forged + "more output afterwards\n") == []
+    # The real summary after the forged one is what counts.
+    assert [c.status for c in parse_pytest_summary(forged + PYTEST_OUT)] == ["passed", "passed", "failed"]
+    # Counts in the final line must agree with the lines above it.
+    assert parse_pytest_summary(PYTEST_OUT.replace("1 failed, 2 passed", "3 passed")) == []
+
+
+def test_an_unreadable_reward_file_decides_nothing(tmp_path: Path):
+    (tmp_path / "reward.txt").write_text("lots")
+    (tmp_path / "ctrf.json").write_text(json.dumps({"results": {"tests": [{"name": "x", "status": "passed"}]}}))
+    with pytest.raises(VerifierParseError, match="reward.txt"):
+        collect_checks(tmp_path, "")
 
 
 def test_collect_with_nothing_explains_why(tmp_path: Path):
     (tmp_path / "ctrf.json").write_text("garbage")
     with pytest.raises(VerifierParseError, match="no usable results.*ctrf.json"):
-        collect_checks(tmp_path, "")
+        collect_checks(tmp_path, PYTEST_OUT)
 
 
 def test_reward_is_success_first():

@@ -1,7 +1,12 @@
-"""One episode: fresh sandbox -> setup.sh -> agent -> verifier -> success-first reward.
+"""One episode: fresh sandbox -> setup.sh -> agent -> end the agent's processes -> verifier ->
+success-first reward.
 
-Infrastructure failures (sandbox, setup, verifier crash or timeout) are recorded as such with
-no reward: a broken machine is not a zero-scoring agent.
+Infrastructure failures (the sandbox or the engine failing, setup.sh failing) are recorded as
+such with no reward: a broken machine is not a zero-scoring agent. What happens inside the
+sandbox after the agent's turn is the agent's doing: a verifier that times out, dies or writes
+no report, agent processes that cannot be ended, or a tampered verifier environment, all score
+0 with the reason in `failure_mode`. Otherwise an agent that is failing could break the
+verifier to turn its failure into an episode that is dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ from engine.rollout.agents import Agent, AgentRun
 from engine.rollout.reward import shaped_reward
 from engine.rollout.verifier import VerifierOutcome, run_verifier
 from engine.tasks import Task
-from sandboxes import Limits, Sandbox, SandboxError, SandboxSpec, create_sandbox
+from sandboxes import (
+    AgentProcessesSurvived,
+    EnvironmentTampered,
+    Limits,
+    Sandbox,
+    SandboxError,
+    SandboxSpec,
+    create_sandbox,
+)
 
 ENV_STAGING = "/run/trsi/environment"
 
@@ -154,8 +167,14 @@ def run_episode(
         phase("verifier")
         t = time.monotonic()
         events = sandbox.resource_events
-        sandbox.prepare_for_verification()
-        outcome: VerifierOutcome = run_verifier(sandbox, task)
+        try:
+            sandbox.prepare_for_verification()
+        except (AgentProcessesSurvived, EnvironmentTampered) as exc:
+            failed_closed = "verifier_isolation" if isinstance(exc, AgentProcessesSurvived) else "tampered"
+            outcome = VerifierOutcome("error", error=f"{failed_closed}: {exc}")
+        else:
+            failed_closed = ""
+            outcome = run_verifier(sandbox, task)
         phases["verifier"] = time.monotonic() - t
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
@@ -180,16 +199,21 @@ def run_episode(
         model=agent_run.model,
     )
     resource = tuple(sorted(events)) + (("output_capped",) if any(_capped(s) for s in steps) else ())
-    if outcome.status != "ok":
+    if outcome.status == "infra":
+        # The engine or the container runtime failed while verifying: not the agent's doing.
+        return infra("sandbox_error", outcome.error, agent_run)
+    if failed_closed or outcome.status != "ok":
+        # Inside a live sandbox, a verifier that could not run or report is the agent's doing
+        # (or the task's, which validation catches): a zero, never a dropped episode.
         status: EpisodeStatus = "verifier_timeout" if outcome.status == "timeout" else "verifier_error"
         return EpisodeResult(
             **base,
-            status=status,
+            status="completed" if failed_closed else status,
             success=False,
             checks_passed=0,
             checks_total=0,
-            reward=None,
-            failure_mode=status,
+            reward=0.0,
+            failure_mode=failed_closed or status,
             error=outcome.error,
             steps=steps,
             verifier_output=outcome.output,
@@ -216,7 +240,11 @@ def run_episode(
         success=success,
         checks_passed=outcome.passed,
         checks_total=outcome.total,
-        reward=shaped_reward(outcome.passed, outcome.total, config.reward.alpha),
+        # A reward file's verdict decides success, whatever the per-check detail says; a failure
+        # never earns more than alpha, however many checks passed.
+        reward=1.0
+        if success
+        else min(shaped_reward(outcome.passed, outcome.total, config.reward.alpha), config.reward.alpha),
         failure_mode=failure,
         checks=outcome.checks,
         steps=steps,

@@ -24,7 +24,8 @@ from engine.rollout.verifier_results import (
 from engine.tasks import Task
 from sandboxes import Sandbox, SandboxError
 
-VerifierStatus = Literal["ok", "timeout", "error"]
+# "infra": the engine or the container runtime failed while verifying (not the agent's doing).
+VerifierStatus = Literal["ok", "timeout", "error", "infra"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class VerifierOutcome:
     error: str = ""
     exit_code: int | None = None
     duration_s: float = 0.0
+    # What reward.txt / reward.json said (None without one): it decides success when present.
+    verdict: bool | None = None
 
     @property
     def passed(self) -> int:
@@ -47,40 +50,74 @@ class VerifierOutcome:
 
     @property
     def success(self) -> bool:
-        return self.status == "ok" and self.total > 0 and self.passed == self.total
+        if self.status != "ok" or self.total == 0:
+            return False
+        return self.verdict if self.verdict is not None else self.passed == self.total
 
 
-def collect_checks(logs_dir: Path, output: str) -> tuple[list[CheckResult], str]:
-    """Pick the richest report the verifier produced. Raises VerifierParseError if none."""
+@dataclass(frozen=True)
+class Collected:
+    checks: list[CheckResult]
+    source: str
+    verdict: bool | None = None
+
+
+def collect_checks(logs_dir: Path, output: str) -> Collected:
+    """The verdict and per-check detail from the verifier's own files. Raises VerifierParseError
+    if there is nothing usable.
+
+    `reward.json` / `reward.txt` decide success when present; CTRF or JUnit files give the
+    per-check detail. Only when the verifier wrote no report file at all is a pytest summary
+    read, and only from the very end of its output: earlier output may be the program's under
+    test, which the agent controls.
+    """
     problems: list[str] = []
+    detail: list[CheckResult] = []
+    source = ""
     ctrf = logs_dir / "ctrf.json"
     if ctrf.is_file():
         try:
-            checks = parse_ctrf(ctrf.read_text(errors="replace"))
-            if checks:
-                return checks, "ctrf"
-            problems.append("ctrf.json lists no tests")
+            detail = parse_ctrf(ctrf.read_text(errors="replace"))
+            source = "ctrf"
+            if not detail:
+                problems.append("ctrf.json lists no tests")
         except VerifierParseError as exc:
             problems.append(f"ctrf.json: {exc}")
-    for xml in sorted(logs_dir.glob("*.xml")):
-        try:
-            checks = parse_junit(xml.read_text(errors="replace"))
-            if checks:
-                return checks, "junit"
-        except VerifierParseError as exc:
-            problems.append(f"{xml.name}: {exc}")
-    checks = parse_pytest_summary(output)
-    if checks:
-        return checks, "pytest"
+    if not detail:
+        for xml in sorted(logs_dir.glob("*.xml")):
+            try:
+                detail = parse_junit(xml.read_text(errors="replace"))
+            except VerifierParseError as exc:
+                problems.append(f"{xml.name}: {exc}")
+                continue
+            if detail:
+                source = "junit"
+                break
     for name, parse in (("reward.json", parse_reward_json), ("reward.txt", parse_reward_txt)):
         f = logs_dir / name
-        if f.is_file():
-            try:
-                return parse(f.read_text(errors="replace")), name
-            except VerifierParseError as exc:
-                problems.append(str(exc))
-    detail = "; ".join(problems) if problems else "no ctrf.json, JUnit XML, pytest summary or reward file"
-    raise VerifierParseError(f"the verifier produced no usable results ({detail})")
+        if not f.is_file():
+            continue
+        try:
+            (reward,) = parse(f.read_text(errors="replace"))
+        except VerifierParseError as exc:
+            # A reward file that does not parse must not let the detail decide instead.
+            raise VerifierParseError(f"{exc}; a reward file that cannot be read decides nothing") from None
+        verdict = reward.passed
+        if not detail:
+            return Collected([reward], name, verdict)
+        if not verdict and all(c.passed for c in detail):
+            # The reward file failed the episode: the detail must not look like a success.
+            detail = [*detail, reward]
+        return Collected(detail, f"{source}+{name}", verdict)
+    if detail:
+        return Collected(detail, source)
+    wrote_a_report = ctrf.exists() or any(logs_dir.glob("*.xml"))
+    if not wrote_a_report:
+        checks = parse_pytest_summary(output)
+        if checks:
+            return Collected(checks, "pytest")
+    detail_text = "; ".join(problems) if problems else "no ctrf.json, JUnit XML, reward file or pytest summary"
+    raise VerifierParseError(f"the verifier produced no usable results ({detail_text})")
 
 
 # Close the usual ways an agent's leftovers could steer a Python verifier without changing how
@@ -123,16 +160,22 @@ def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
                 error=f"verifier exceeded {task.verifier_timeout_sec:g}s",
             )
         try:
-            checks, source = collect_checks(collected, run.output)
+            found = collect_checks(collected, run.output)
         except VerifierParseError as exc:
             return VerifierOutcome(
                 "error", output=run.output[-4000:], error=str(exc), exit_code=run.exit_code, duration_s=run.duration_s
             )
         return VerifierOutcome(
-            "ok", tuple(checks), source, run.output[-4000:], exit_code=run.exit_code, duration_s=run.duration_s
+            "ok",
+            tuple(found.checks),
+            found.source,
+            run.output[-4000:],
+            exit_code=run.exit_code,
+            duration_s=run.duration_s,
+            verdict=found.verdict,
         )
     except SandboxError as exc:
-        return VerifierOutcome("error", error=f"sandbox failure during verification: {exc}")
+        return VerifierOutcome("infra", error=f"sandbox failure during verification: {exc}")
     finally:
         if collected is not None:
             shutil.rmtree(collected.parent, ignore_errors=True)

@@ -1,8 +1,9 @@
 """Turning what a verifier leaves behind into per-check results (pure functions, no I/O).
 
-Sources, in order of preference: CTRF JSON (`ctrf.json`), JUnit XML (`*.xml`), the pytest
-`-rA` short summary in the verifier's output, then `reward.json` / `reward.txt` as a single
-check. Skipped checks count as not passed: a verifier cannot make a task succeed by skipping.
+Parsers for CTRF JSON (`ctrf.json`), JUnit XML (`*.xml`), `reward.json` / `reward.txt`, and the
+pytest `-rA` short summary at the end of the verifier's output; `verifier.collect_checks`
+decides which one counts. Skipped checks count as not passed: a verifier cannot make a task
+succeed by skipping.
 """
 
 from __future__ import annotations
@@ -79,18 +80,41 @@ _PYTEST_STATUS: dict[str, CheckStatus] = {
 }
 
 
+_PYTEST_FINAL = re.compile(r"^=+ (.*) in [0-9.]+s(?: \([^)]*\))? =+$")
+_PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
+
+
 def parse_pytest_summary(output: str) -> list[CheckResult]:
-    """Per-test lines of pytest's `-rA` 'short test summary info' section."""
+    """The per-test lines of pytest's `-rA` 'short test summary info' section, read only when it
+    is the last thing in the output: the section, then pytest's final `= N passed ... in Xs =`
+    line, with nothing but blank lines after, and counts that agree with the lines. Anything
+    earlier may be the output of the program under test."""
+    lines = output.rstrip().splitlines()
+    if not lines:
+        return []
+    final = _PYTEST_FINAL.match(lines[-1].strip())
+    if final is None:
+        return []
+    header = max((i for i, line in enumerate(lines) if "short test summary info" in line), default=-1)
+    if header < 0:
+        return []
     checks = []
-    in_summary = False
-    for line in output.splitlines():
-        if "short test summary info" in line:
-            in_summary = True
-            continue
-        if in_summary:
-            m = _PYTEST_LINE.match(line.strip())
-            if m:
-                checks.append(CheckResult(m.group(2), _PYTEST_STATUS[m.group(1)], m.group(3) or ""))
+    for line in lines[header + 1 : -1]:
+        m = _PYTEST_LINE.match(line.strip())
+        if m:
+            checks.append(CheckResult(m.group(2), _PYTEST_STATUS[m.group(1)], m.group(3) or ""))
+        elif line.strip() and not line.startswith((" ", "\t")):
+            return []  # something else between the summary and the final line: not pytest's
+    counts = {kind.rstrip("s"): int(n) for n, kind in _PYTEST_COUNT.findall(final.group(1))}
+    said = {
+        "PASSED": counts.get("passed", 0),
+        "FAILED": counts.get("failed", 0),
+        "ERROR": counts.get("error", 0),
+        "SKIPPED": counts.get("skipped", 0),
+    }
+    seen = {k: sum(1 for c in checks if c.status == _PYTEST_STATUS[k]) for k in ("PASSED", "FAILED", "ERROR")}
+    if any(seen[k] != said[k] for k in seen):
+        return []
     return checks
 
 

@@ -1,14 +1,20 @@
 """trsi-tui's verifier guard: on PYTHONPATH while a task's tests run, never during the agent's turn.
 
-`python3 -m pytest` puts the working directory first on sys.path and then imports pytest, so a
-`pytest.py` (or `_pytest/`, `pluggy/`, `iniconfig.py`, ...) that the agent left in /app would run
-instead of the real test runner and report whatever it likes. This module runs at interpreter
-start-up, before that entry is added: for `-m pytest` it imports the real runner and the plugins
-and libraries pytest loads at start-up, from the image's own sys.path. Nothing else changes:
-the working directory and a script's directory stay on sys.path, so a task's tests and the
-programs they start import the task's modules exactly as they do under Harbor.
+Python puts the working directory (`python3 -m pytest` run from /app) or the script's directory
+(`python3 /app/check.py`) first on sys.path, so a `hashlib.py`, `pytest.py` or `_pytest/` that
+the agent left there would be imported instead of the standard library or the test runner, and
+could report whatever it likes. This module runs at interpreter start-up, before that entry is
+added, and puts a finder in front of the path finder that looks up every top-level module in
+the interpreter's own locations first (the standard library, site-packages, and what the
+image's PYTHONPATH names). Only a module found in none of those is looked up on the rest of
+sys.path, so the task's own modules beside its script or in its working directory still
+import, as under Harbor; they can no longer replace one of the interpreter's.
+
+It also keeps pytest from loading plugins that are declared by metadata outside those
+locations (an agent's `evil.dist-info/entry_points.txt` with a `pytest11` entry in /app).
 
 The interpreter's own sitecustomize (if any) runs afterwards, as it would without this one.
+Written for every Python 3 a task image may have: no newer syntax.
 """
 
 import importlib.machinery
@@ -16,46 +22,73 @@ import importlib.util
 import os
 import sys
 
-_ARG_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _module_to_run() -> str:
-    """The module of `python -m MODULE`, or '' for a script, `-c` or the REPL."""
-    argv = list(getattr(sys, "orig_argv", ()))
-    i = 1
-    while i < len(argv):
-        arg = argv[i]
-        if arg in _ARG_OPTIONS:
-            i += 2
+def _trusted_path():
+    """sys.path as it is now, before the working or script directory joins it, less this guard,
+    with the interpreter's own locations before what PYTHONPATH names (an image's
+    `ENV PYTHONPATH=/app` must not let /app replace the standard library either)."""
+    named = set(os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    own, extra = [], []
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry):
+            continue  # '' or a relative entry means the working directory
+        if os.path.abspath(entry) == _HERE:
             continue
-        if not arg.startswith("-") or arg == "-" or arg.startswith("-c") or arg == "--":
-            return ""
-        if not arg.startswith("--") and "m" in arg[1:]:
-            rest = arg[arg.index("m", 1) + 1 :]
-            return rest or (argv[i + 1] if i + 1 < len(argv) else "")
-        i += 1
-    return ""
+        (extra if os.path.abspath(entry) in named else own).append(entry)
+    return own, extra
 
 
-def _load_real_pytest() -> None:
-    try:
-        import pytest  # noqa: F401 - imported now, while sys.path holds no working directory
-        from _pytest import config
+class _InterpreterFirst(object):
+    """Top-level modules come from the interpreter's own locations when they exist there."""
 
-        for name in sorted(getattr(config, "builtin_plugins", ()) or getattr(config, "default_plugins", ())):
+    def __init__(self, path):
+        self.path = path
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None:
+            return None  # a submodule: its package's own __path__ decides
+        return importlib.machinery.PathFinder.find_spec(name, self.path)
+
+    def find_distributions(self, context=None):
+        return iter(())
+
+    def invalidate_caches(self):
+        pass
+
+
+def _install_finder():
+    own, named = _trusted_path()
+    meta = sys.meta_path
+    index = next((i for i, f in enumerate(meta) if f is importlib.machinery.PathFinder), len(meta))
+    meta.insert(index, _InterpreterFirst(own + named))
+    # Plugins' metadata only from the interpreter's own locations: a directory PYTHONPATH names
+    # may be one the agent writes.
+    _restrict_metadata(own)
+
+
+def _restrict_metadata(trusted):
+    """Distribution metadata (entry points: pytest's plugins) only from the trusted locations."""
+    original = getattr(importlib.machinery.PathFinder, "find_distributions", None)
+    if original is None:
+        return
+
+    def find_distributions(*args, **kwargs):
+        context = kwargs.get("context") or (args[0] if args else None)
+        if context is not None and getattr(context, "path", None) is sys.path:
             try:
-                __import__(f"_pytest.{name}")
-            except ImportError:
-                pass  # plugins pytest itself would fail to load are reported by pytest
-        import iniconfig  # noqa: F401
-        import pluggy  # noqa: F401
-    except ImportError:
-        pass  # no pytest here: the task's own test run reports that
+                context = type(context)(name=getattr(context, "name", None), path=list(trusted))
+            except Exception:  # noqa: BLE001 - an old importlib.metadata: leave discovery as it is
+                return original(*args, **kwargs)
+            return original(context)
+        return original(*args, **kwargs)
+
+    importlib.machinery.PathFinder.find_distributions = staticmethod(find_distributions)
 
 
-def _chain_to_the_interpreters_sitecustomize() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
-    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+def _chain_to_the_interpreters_sitecustomize():
+    path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
@@ -63,6 +96,5 @@ def _chain_to_the_interpreters_sitecustomize() -> None:
     spec.loader.exec_module(module)
 
 
-if _module_to_run() in ("pytest", "py.test"):
-    _load_real_pytest()
+_install_finder()
 _chain_to_the_interpreters_sitecustomize()
