@@ -203,35 +203,16 @@ class Sandbox(ABC):
         cwd: str | None = None,
         env: dict[str, str] | None = None,
     ) -> tuple[ExecResult, Path | None]:
-        """Run `command` in a clean shell that alone sees fresh directories at the `uploads`
-        destinations (filled from the host) and at `collect` (empty), and does not see the files
-        in `masks`; return the result and a host copy of `collect` afterwards (None if the command
-        timed out).
-
-        This base version uses the shared view: the directories are wiped and recreated and masked
-        files deleted, but other processes in the sandbox could still touch them while the
-        command runs. Backends that can give the command its own mount namespace override it.
-        """
+        """Run `command` as root in a clean shell that alone sees fresh directories at the
+        `uploads` destinations (filled from the host) and at `collect` (empty), and does not see
+        the files in `masks`; return the result and a host copy of `collect` afterwards (None if
+        the command timed out). Called after `prepare_for_verification`, so no process of the
+        agent's is left to watch or change any of it; whatever the command leaves running is
+        ended before `collect` is read."""
         return self._exec_private(command, timeout, PrivateExec(uploads, collect, masks, channel, cwd, env))
 
-    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
-        """The shared view (backends that can give the command its own mount namespace override this)."""
-        uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
-        import tempfile
-
-        dests = " ".join(shell_words([*uploads, collect]))
-        masked = " ".join(shell_words(list(masks)))
-        prep = self.exec(f"rm -rf -- {dests} {masked} && mkdir -p -- {dests}", timeout=60, channel="system")
-        if not prep.ok:
-            raise SandboxError(f"could not prepare {dests}: {prep.output.strip()}")
-        for dest, src in uploads.items():
-            self.upload(src, dest)
-        result = self.exec(command, timeout, channel=channel, cwd=cwd, env=env)
-        if result.timed_out:
-            return result, None
-        out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
-        self.download(collect, out)
-        return result, out / Path(collect).name
+    @abstractmethod
+    def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]: ...
 
     # -- files -----------------------------------------------------------------------------
     @abstractmethod
@@ -241,6 +222,10 @@ class Sandbox(ABC):
     @abstractmethod
     def download(self, src: str, dest: Path) -> None:
         """Copy a sandbox file or directory to the host path `dest`."""
+
+    def agent_turn_starts(self) -> None:
+        """Called right before the agent's turn: backends that check the verifier's environment
+        for tampering take their reference here (setup.sh's changes are the task's)."""
 
     @abstractmethod
     def prepare_for_verification(self) -> None:

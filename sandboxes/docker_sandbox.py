@@ -7,38 +7,52 @@ by a process that died.
 
 Where a task relies on it, a sandbox behaves as Harbor's containers do: every shell gets
 Docker's default capabilities and the image's environment (PATH included) and WORKDIR, and the
-agent runs as the image's USER. The one capability added for the verifier's private view,
-CAP_SYS_ADMIN, is taken out of every other shell's bounding set.
+agent runs as the image's USER. No capability is added.
+
+Nothing from the container's filesystem runs for the engine: every program the engine starts
+in a container (pid 1, `timeout`, the verifier's preparation) is a static busybox that the host
+bind-mounts read-only at /.trsi-engine, called by absolute path; processes are ended, signals
+sent and disk use read from the host, through /proc. Between the agent's turn and the verifier,
+every process in the container but pid 1 is killed, and the writable layer is checked for
+changes to what the verifier runs on (sandboxes/tamper.py).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import io
 import logging
 import os
+import shutil
 import subprocess
 import tarfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes import private_view
-from sandboxes.base import Channel, Env, ExecResult, OutputChunk, PrivateExec, SandboxError, SandboxSpec, pack_upload
+from sandboxes import tamper
+from sandboxes.base import (
+    AgentProcessesSurvived,
+    Channel,
+    Env,
+    EnvironmentTampered,
+    ExecResult,
+    OutputChunk,
+    PrivateExec,
+    SandboxError,
+    SandboxSpec,
+    SandboxUnavailable,
+    pack_upload,
+    shell_words,
+)
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
-from sandboxes.procs import children, descendants, kill_pids
+from sandboxes.procs import descendants, end_namespace, kill_pids, namespace_members
 from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
 
 log = logging.getLogger(__name__)
-# Kill what a shell started (not the shell): walk /proc, since task images may lack procps.
-_KILL_CHILDREN = (
-    "k() { for d in /proc/[0-9]*; do p=${d#/proc/}; "
-    'pp=$(sed -e "s/^.*) //" "$d/stat" 2>/dev/null | cut -d" " -f2); '
-    # sh has no locals: recurse in a subshell so the loop's variables survive.
-    '[ "$pp" = "$1" ] && { (k "$p"); kill -9 "$p" 2>/dev/null; }; done; }; k '
-)
 
 
 def _host_env() -> dict[str, str]:
@@ -47,27 +61,79 @@ def _host_env() -> dict[str, str]:
 
 
 DISK_POLL_S = 0.25
-
-# What every shell but the verifier's mount step gives up: only the capability the container
-# holds beyond Docker's defaults. Out of the bounding set, no setuid binary can get it back.
-DROP_ADDED_CAPS = ("--bounding-set=-sys_admin", "--inh-caps=-sys_admin")
-_PROBE = (
-    "if command -v unshare && command -v setpriv && command -v mount; then echo isolate=1; "
-    "else echo isolate=0; fi; echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group"
+# Files (inodes) the writable layer may hold: a flood of empty files fills no bytes but can
+# exhaust the host's inodes.
+MAX_LAYER_FILES = 200_000
+ENGINE_TOOLS = "/.trsi-engine"
+BUSYBOX = f"{ENGINE_TOOLS}/busybox"
+BUSYBOX_HINT = (
+    "the Docker backend needs a statically linked busybox on this machine, to run the engine's "
+    "own helpers inside containers from a read-only mount: `sudo apt-get install busybox-static` "
+    "(Debian/Ubuntu) or `sudo dnf install busybox` (Fedora)"
 )
+_PROBE = "echo bash=$(command -v bash); echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group"
+
+
+def _is_static_elf(path: str) -> bool:
+    """An ELF executable without a program interpreter (PT_INTERP) needs no library from the
+    container: it runs the same whatever the agent did to /lib."""
+    import struct
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit only
+                return False
+            phoff, phentsize, phnum = struct.unpack_from("<Q", head, 32)[0], *struct.unpack_from("<HH", head, 54)
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+    except (OSError, struct.error):
+        return False
+    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
+
+
+@functools.cache
+def engine_tools_dir() -> str:
+    """A host directory holding only a static busybox, owned by this user and not writable by
+    others, bind-mounted read-only into every container at ENGINE_TOOLS."""
+    import hashlib
+    import tempfile
+
+    found = shutil.which("busybox") or ("/bin/busybox" if os.path.exists("/bin/busybox") else None)
+    if not found or not _is_static_elf(os.path.realpath(found)):
+        raise SandboxUnavailable(BUSYBOX_HINT)
+    data = Path(os.path.realpath(found)).read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"trsi-engine-tools-{os.geteuid()}-{digest}"
+    try:
+        target.mkdir(mode=0o755)
+    except FileExistsError:
+        pass
+    st = os.lstat(target)
+    # Someone else's directory (or a link) at that name: use a fresh one instead.
+    if not os.path.isdir(target) or os.path.islink(target) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        target = Path(tempfile.mkdtemp(prefix="trsi-engine-tools-"))
+        os.chmod(target, 0o755)
+    binary = target / "busybox"
+    if not binary.is_file() or binary.read_bytes() != data:
+        tmp = target / f".busybox.{os.getpid()}"
+        tmp.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, binary)
+    return str(target)
 
 
 @dataclass(frozen=True)
 class ImageProfile:
     """What sandboxes need to know of an image, probed once per image."""
 
-    can_isolate: bool  # has unshare, setpriv and mount: the verifier gets a private view
     workdir: str  # the image's WORKDIR ('' when unset)
     env_keys: frozenset[str]  # names the image's ENV sets
     uid: int = 0  # the image's USER, resolved
     gid: int = 0
     home: str = "/root"
-    user_known: bool = True  # listed in /etc/passwd (supplementary groups come from there)
+    user: str = ""  # the image's USER as written (docker exec resolves it, supplementary groups too)
+    bash: str = "/bin/bash"  # where the image has bash, looked up before any agent ran
 
     @property
     def as_root(self) -> bool:
@@ -99,13 +165,14 @@ def _probe_image(image: str) -> ImageProfile:
             .decode(errors="replace")
         )
     except Exception:  # no /bin/sh, or a broken image: no private view, no user lookup
-        log.warning("probing image %s failed; it runs without the private verifier view", image, exc_info=True)
+        log.warning("probing image %s failed; its USER and bash are taken as written", image, exc_info=True)
         out = ""
-    can_isolate = "isolate=1" in out
+    bash = next((line[5:] for line in out.splitlines() if line.startswith("bash=/")), "/bin/bash")
     passwd = out.split("---passwd", 1)[-1].split("---group", 1)[0] if "---passwd" in out else ""
     group = out.split("---group", 1)[-1] if "---group" in out else ""
-    uid, gid, home, known = resolve_user(config.get("User") or "", passwd, group)
-    return ImageProfile(can_isolate, workdir, env_keys, uid, gid, home, known)
+    user = config.get("User") or ""
+    uid, gid, home, _ = resolve_user(user, passwd, group)
+    return ImageProfile(workdir, env_keys, uid, gid, home, user if uid != 0 else "", bash)
 
 
 def resolve_user(user: str, passwd: str, group: str) -> tuple[int, int, str, bool]:
@@ -210,13 +277,6 @@ def remove_orphans() -> int:
     return removed
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -237,16 +297,18 @@ class DockerSandbox(SessionSandbox):
         self._container = None
         self._session: PipeShell | None = None
         self._session_pid: str = ""
-        self._profile = ImageProfile(False, "", frozenset())
+        self._profile = ImageProfile("", frozenset())
         self._events: dict[str, int] = {}
         self._watchdog: threading.Thread | None = None
         self._watching = True  # only during the agent's turn: the verifier must not be killed
         self._stopped = False
         self._lock = threading.Lock()
+        self._layer_before: tamper.Manifest | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         client()  # fail fast, with the fix in the message, when no engine answers
+        engine_tools_dir()
         with DockerSandbox._orphans_lock:
             if not DockerSandbox._orphans_checked:
                 DockerSandbox._orphans_checked = True
@@ -273,12 +335,6 @@ class DockerSandbox(SessionSandbox):
         return (image, limits, self._profile, self.spec.workdir, self.spec.env)
 
     @property
-    def _isolating(self) -> bool:
-        """The container holds CAP_SYS_ADMIN for the verifier's private view (and every other
-        shell gives it up)."""
-        return self._profile.can_isolate
-
-    @property
     def workdir(self) -> str:
         """The image's WORKDIR, as under Harbor; the spec's (/app) for images that set none."""
         return self._profile.workdir or self.spec.workdir
@@ -288,25 +344,33 @@ class DockerSandbox(SessionSandbox):
         mem = f"{limits.memory_mb}m"
         p = self._profile
         owner = f"{p.uid}:{p.gid}"
-        # As root, whatever the image's USER: a non-root user could not create these. A working
-        # directory created here belongs to the user who will work in it.
-        prepare = (
-            f"[ -d {shell_quote(self.workdir)} ] || {{ mkdir -p {shell_quote(self.workdir)} && "
-            f"chown {owner} {shell_quote(self.workdir)}; }}; mkdir -p /logs/agent /logs/verifier && "
-            f"chown {owner} /logs/agent; exec sleep infinity"
+        wd = shell_quote(self.workdir)
+        b = BUSYBOX
+        # pid 1 is the engine's busybox, not the image's: a shell that ignores every signal it
+        # can (init gets no SIGKILL from inside its namespace), so the agent cannot stop the
+        # container, and that ignores SIGCHLD, so the orphans the agent leaves are reaped by the
+        # kernel. It idles reading a FIFO nobody writes to and has no child of its own, so that
+        # ending the agent's processes means ending every process but pid 1. As root, whatever
+        # the image's USER: a non-root user could not create these; a working directory created
+        # here belongs to the user who will work in it.
+        init = (
+            f"[ -d {wd} ] || {{ {b} mkdir -p {wd} && {b} chown {owner} {wd}; }} || exit 1\n"
+            f"{b} mkdir -p /logs/agent /logs/verifier && {b} chown {owner} /logs/agent || exit 1\n"
+            f"{b} mkfifo /tmp/.trsi-idle && exec 3<>/tmp/.trsi-idle && {b} rm -f /tmp/.trsi-idle || exit 1\n"
+            "trap '' CHLD HUP INT TERM QUIT USR1 USR2 PIPE ALRM\n"
+            "while :; do read -r _ <&3; done\n"
         )
         try:
             return client().containers.run(
                 image,
-                cap_add=["SYS_ADMIN"] if self._isolating else None,
-                entrypoint=["/bin/sh", "-c", prepare],
+                entrypoint=[BUSYBOX, "sh", "-c", init],
                 user="0:0",
                 detach=True,
-                init=True,
                 hostname="sandbox",
+                volumes={engine_tools_dir(): {"bind": ENGINE_TOOLS, "mode": "ro"}},
                 # The default bridge is off here; a task that may use the internet shares the host's.
                 network_mode="host" if limits.allow_internet else "none",
-                tmpfs={"/tmp": f"size={limits.disk_mb}m,mode=1777"},
+                tmpfs={"/tmp": f"size={limits.disk_mb}m,mode=1777,nr_inodes={MAX_LAYER_FILES}"},
                 mem_limit=mem,
                 memswap_limit=mem,
                 nano_cpus=int(limits.cpus * 1e9),
@@ -333,13 +397,23 @@ class DockerSandbox(SessionSandbox):
             raise
         return holder._container, holder._session, holder._session_pid
 
+    def _layer(self) -> tuple[Path, list[Path]] | None:
+        """The container's writable overlay layer and the image layers below it, on the host."""
+        try:
+            data = self._container.attrs["GraphDriver"]["Data"]  # type: ignore[union-attr]
+            return Path(data["UpperDir"]), [Path(x) for x in (data.get("LowerDir") or "").split(":") if x]
+        except (KeyError, TypeError):
+            return None
+
     def _watch_disk(self) -> None:
         """overlay2 on ext4 has no quota: watch the writable layer and stop a fill in its tracks."""
-        try:
-            upper = self._container.attrs["GraphDriver"]["Data"]["UpperDir"]  # type: ignore[union-attr]
-        except (KeyError, TypeError):
+        layer = self._layer()
+        if layer is None:
             return
+        upper = str(layer[0])
         limit = self.spec.limits.disk_mb * 1024 * 1024
+        files_limit = MAX_LAYER_FILES
+        polls = 0
         while not self._stopped and self._watching:
             try:
                 used = int(
@@ -347,34 +421,37 @@ class DockerSandbox(SessionSandbox):
                 )
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
-            if used > limit and not self._stopped and self._watching:
+            files = 0
+            if polls % 4 == 0:  # a second count of the same tree: once a second is enough
+                try:
+                    out = subprocess.run(["du", "-sx", "--inodes", upper], capture_output=True, text=True, timeout=30)
+                    files = int(out.stdout.split()[0])
+                except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
+                    files = 0
+            polls += 1
+            if (used > limit or files > files_limit) and not self._stopped and self._watching:
                 self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
                 self._kill_all()
-                limit = used + 64 * 1024 * 1024  # what was written stays; only further growth counts
+                # What was written stays; only further growth counts.
+                limit = max(limit, used + 64 * 1024 * 1024)
+                files_limit = max(files_limit, files + 10_000)
             threading.Event().wait(DISK_POLL_S)
 
-    def _kill_all(self) -> None:
-        """Kill every process in the container but docker-init and the main `sleep`, from the host:
-        inside, a fork-bombed container could not even start the command to do it."""
+    def _init_pid(self) -> int | None:
+        """pid 1 of the container, as the host numbers it."""
         try:
             self._container.reload()  # type: ignore[union-attr]
-            init = int(self._container.attrs["State"]["Pid"])  # type: ignore[union-attr]
+            pid = int(self._container.attrs["State"]["Pid"])  # type: ignore[union-attr]
         except Exception:  # a container that cannot be inspected has nothing left to kill
-            log.warning(
-                "inspecting container %s before killing its processes failed", self._container.id, exc_info=True
-            )
-            return
-        procs = self._cgroup_dirs()[0] / "cgroup.procs" if self._cgroup_dirs() else None
-        for _ in range(5):  # processes forking while we kill: sweep a few times
-            try:
-                pids = {int(x) for x in procs.read_text().split()} if procs else set(descendants(init))
-            except OSError:
-                return
-            keep = {init} | {c for c in children(init) if _cmdline(c).startswith("sleep")}
-            victims = sorted(pids - keep)
-            if not victims:
-                return
-            kill_pids(victims)
+            log.warning("inspecting container %s failed", getattr(self._container, "id", "?"), exc_info=True)
+            return None
+        return pid or None
+
+    def _kill_all(self) -> set[int]:
+        """Kill every process in the container but pid 1, from the host (inside, a fork-bombed
+        container could not even start the command to do it); return those that survived."""
+        init = self._init_pid()
+        return end_namespace(init) if init is not None else set()
 
     def _cgroup_dirs(self) -> list[Path]:
         cid = self._container.id  # type: ignore[union-attr]
@@ -382,12 +459,33 @@ class DockerSandbox(SessionSandbox):
         dirs.append(CGROUP_ROOT / "system.slice" / f"docker-{cid}.scope")
         return [d for d in dirs if d.is_dir()]
 
+    def agent_turn_starts(self) -> None:
+        layer = self._layer()
+        self._layer_before = tamper.snapshot(layer[0]) if layer else None
+
     def prepare_for_verification(self) -> None:
+        """End every process but pid 1 (the agent's shell, its jobs, its daemons), then check the
+        writable layer for changes to what the verifier runs on."""
         self._watching = False
-        # The verifier runs in the container's own cgroup: after a fork bomb it could not even
-        # start. A box that hit its process limit has nothing worth keeping alive.
-        if "pids_limit" in self.resource_events:
-            self._kill_all()
+        if self._session is not None:
+            self._session.kill()
+        if not self.alive:
+            return  # verification fails on its own, as an infrastructure error
+        survivors = self._kill_all()
+        if survivors:
+            raise AgentProcessesSurvived(f"{len(survivors)} agent process(es) could not be ended: {sorted(survivors)}")
+        layer = self._layer()
+        if layer is None or self._layer_before is None:
+            log.warning("container %s: no writable layer to check for tampering", self._container.id)  # type: ignore[union-attr]
+            return
+        upper, lowers = layer
+        after = tamper.snapshot(upper)
+        if len(after) > MAX_LAYER_FILES:  # a flood that ended between two polls of the watcher
+            self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
+        found = tamper.tampered(tamper.changes(self._layer_before, after), upper, lowers, self._layer_before)
+        if found:
+            shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+            raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
 
     def stop(self) -> None:
         with self._lock:
@@ -420,6 +518,7 @@ class DockerSandbox(SessionSandbox):
             "pids",
             "cpu",
             "disk(tmpfs /tmp, watched layer)",
+            "files",
             "wall-time",
         )
 
@@ -430,29 +529,23 @@ class DockerSandbox(SessionSandbox):
             return {}
         events = LimitGroup(dirs=self._cgroup_dirs()).events()
         events.update(self._events)
-        try:  # /tmp is a capped tmpfs: full means a write failed with ENOSPC
-            df = subprocess.run(
-                self._exec_argv(["df", "-P", "/tmp"]), env=_host_env(), capture_output=True, text=True, timeout=10
-            ).stdout.splitlines()
-            if len(df) > 1 and df[1].split()[4] in ("99%", "100%"):
-                events["disk_limit"] = events.get("disk_limit", 0) + 1
-        except (subprocess.TimeoutExpired, IndexError, SandboxError):
-            pass
+        init = self._init_pid() if self.alive else None
+        if init is not None:  # /tmp is a capped tmpfs: full means a write failed with ENOSPC
+            try:
+                st = os.statvfs(f"/proc/{init}/root/tmp")
+                if st.f_blocks and (st.f_bavail <= st.f_blocks // 100 or st.f_favail == 0):
+                    events["disk_limit"] = events.get("disk_limit", 0) + 1
+            except OSError:
+                pass
         return events
 
     # -- plumbing --------------------------------------------------------------------------
     def _exec_argv(
-        self,
-        argv: list[str],
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        as_agent: bool = False,
-        keep_added_caps: bool = False,
+        self, argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None, as_agent: bool = False
     ) -> list[str]:
         """`docker exec` of argv. The container's environment (the image's ENV, PATH included) is
         inherited; only what the sandbox adds is passed. Root with Docker's default capabilities
-        unless `as_agent`: then the image's USER, with its HOME. `keep_added_caps` is for the
-        verifier's mount step alone, which drops them itself."""
+        unless `as_agent`: then the image's USER, with its HOME."""
         if self._container is None:
             raise SandboxError("sandbox is not started")
         p = self._profile
@@ -464,31 +557,16 @@ class DockerSandbox(SessionSandbox):
         flags = ["-i", "-w", cwd or self.workdir]
         for k, v in merged.items():
             flags += ["-e", f"{k}={v}"]
-        if as_agent and not p.as_root and not self._isolating:
-            flags += ["-u", f"{p.uid}:{p.gid}"]  # nothing to drop: docker exec switches the user
-        return [
-            "docker",
-            "exec",
-            *flags,
-            self._container.id,
-            *(argv if keep_added_caps else self._drop_added(argv, as_agent)),
-        ]
-
-    def _drop_added(self, argv: list[str], as_agent: bool) -> list[str]:
-        if not self._isolating:
-            return argv
-        p = self._profile
-        user: list[str] = []
         if as_agent and not p.as_root:
-            user = [f"--reuid={p.uid}", f"--regid={p.gid}", "--init-groups" if p.user_known else "--clear-groups"]
-        return ["setpriv", *DROP_ADDED_CAPS, *user, *argv]
+            flags += ["-u", p.user or f"{p.uid}:{p.gid}"]
+        return ["docker", "exec", *flags, self._container.id, *argv]
 
     def _emitter(self, channel: Channel):
         return lambda text: self.emit(OutputChunk(channel, "output", text))
 
     def _new_session(self) -> PipeShell:
         shell = PipeShell(
-            self._exec_argv(["bash", "--noprofile", "--norc"], as_agent=True),
+            self._exec_argv([self._profile.bash, "--noprofile", "--norc"], as_agent=True),
             _host_env(),
             self._emitter("agent"),
             self._interrupt_session,
@@ -501,21 +579,35 @@ class DockerSandbox(SessionSandbox):
         return shell
 
     def _interrupt_session(self, shell: PipeShell) -> None:
-        subprocess.run(
-            self._exec_argv(["sh", "-c", _KILL_CHILDREN + self._session_pid]),
-            env=_host_env(),
-            capture_output=True,
-            timeout=30,
-        )
+        """Kill what the session shell started (not the shell), from the host."""
+        init = self._init_pid()
+        if init is None:
+            return
+        for pid in namespace_members(init):
+            if _ns_pid(pid) == self._session_pid:
+                kill_pids(descendants(pid))
+                return
 
     # -- commands --------------------------------------------------------------------------
     def exec(
         self, command: str, timeout: float, channel: Channel = "system", cwd: str | None = None, env: Env | None = None
     ) -> ExecResult:
         self.emit(OutputChunk(channel, "command", command))
-        # `timeout` inside the container: killing the docker CLI alone would leave the command running.
+        # `timeout` inside the container (the engine's busybox): killing the docker CLI alone
+        # would leave the command running.
         argv = self._exec_argv(
-            ["timeout", "-s", "KILL", str(max(1, int(timeout) + 1)), "bash", "--noprofile", "--norc", "-c", command],
+            [
+                BUSYBOX,
+                "timeout",
+                "-s",
+                "KILL",
+                str(max(1, int(timeout) + 1)),
+                self._profile.bash,
+                "--noprofile",
+                "--norc",
+                "-c",
+                command,
+            ],
             cwd=cwd,
             env=env,
             as_agent=channel == "agent",
@@ -525,55 +617,58 @@ class DockerSandbox(SessionSandbox):
         return result
 
     def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
-        """The private verifier view: this exec alone keeps CAP_SYS_ADMIN, only to mount, and drops
-        it before the command runs, keeping Docker's defaults as any other root shell does. The
-        verifier runs as root. Images without unshare/setpriv use the shared view."""
-        uploads, collect, masks, channel, cwd, env = req.uploads, req.collect, req.masks, req.channel, req.cwd, req.env
-        if not self._isolating:
-            return super()._exec_private(command, timeout, req)
-        run = private_view.build(
-            command,
-            uploads=uploads,
-            collect=collect,
-            masks=masks,
-            cwd=cwd or self.workdir,
-            size_mb=self.spec.limits.disk_mb,
-            collect_fd=1,
-            drop=DROP_ADDED_CAPS,
+        """The verifier's view, after every agent process has ended (prepare_for_verification):
+        fresh directories at the uploads and at `collect`, every component of their paths a
+        real directory (a link the agent planted is removed, never followed), masked files
+        removed. The command runs as root; whatever it leaves running is killed before its
+        results are read. No capability beyond Docker's defaults is needed for any of it."""
+        b = BUSYBOX
+        dests = shell_words([*req.uploads, req.collect])
+        prep = (
+            'real_dir() { p=""; for c in $(echo "$1" | ' + b + " tr / ' '); do p=\"$p/$c\"; "
+            'if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then ' + b + ' rm -rf -- "$p" || exit 1; fi; '
+            '[ -d "$p" ] || ' + b + ' mkdir -- "$p" || exit 1; done; }\n'
+            f'for d in {" ".join(dests)}; do real_dir "$d"; {b} rm -rf -- "$d" && {b} mkdir -- "$d" || exit 1; done\n'
         )
-        argv = self._exec_argv(
-            [
-                "timeout",
-                "-s",
-                "KILL",
-                str(max(1, int(timeout) + 1)),
-                "unshare",
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                run.script,
-            ],
-            env=env,
-            keep_added_caps=True,
+        if req.masks:
+            prep += f"{b} rm -rf -- {' '.join(shell_words(list(req.masks)))}\n"
+        done = subprocess.run(
+            self._exec_argv([b, "sh", "-c", prep]), env=_host_env(), capture_output=True, text=True, timeout=60
         )
-        self.emit(OutputChunk(channel, "command", command))
-        collected = bytearray()
-        result = run_streamed(
-            argv, _host_env(), timeout, self._emitter(channel), stdin_data=run.uploads_tar, stdout_sink=collected.extend
-        )
-        self.emit(OutputChunk(channel, "exit", result.status_text))
-        return private_view.finish(result, bytes(collected), run)
+        if done.returncode != 0:
+            raise SandboxError(f"could not prepare the verifier's directories: {(done.stdout + done.stderr)[-300:]}")
+        for dest, src in req.uploads.items():
+            self._put(src, dest)
+        result = self.exec(command, timeout, channel=req.channel, cwd=req.cwd, env=req.env)
+        survivors = self._kill_all()  # a daemon of the program under test must not edit the results
+        if survivors:
+            raise SandboxError(f"{len(survivors)} process(es) of the verifier could not be ended")
+        if result.timed_out:
+            return result, None
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
+        self.download(req.collect, out)
+        return result, out / Path(req.collect).name
 
     # -- files -----------------------------------------------------------------------------
-    def upload(self, src: Path, dest: str) -> None:
+    def _put(self, src: Path, dest: str) -> None:
         data, target_dir = pack_upload(src, dest)
-        mk = self.exec(f"mkdir -p -- {shell_quote(target_dir)}", 60, channel="system")
-        if not mk.ok:
-            raise SandboxError(f"upload to {dest} failed: {mk.output.strip()}")
         if not self._container.put_archive(target_dir, data):  # type: ignore[union-attr]
             raise SandboxError(f"upload to {dest} failed")
+
+    def upload(self, src: Path, dest: str) -> None:
+        _, target_dir = pack_upload(src, dest)
+        mk = subprocess.run(
+            self._exec_argv([BUSYBOX, "mkdir", "-p", "--", target_dir]),
+            env=_host_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if mk.returncode != 0:
+            raise SandboxError(f"upload to {dest} failed: {(mk.stdout + mk.stderr).strip()}")
+        self._put(src, dest)
 
     def download(self, src: str, dest: Path) -> None:
         try:
@@ -585,3 +680,15 @@ class DockerSandbox(SessionSandbox):
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
             tar.extractall(dest, filter="data")
+
+
+def _ns_pid(pid: int) -> str:
+    """The pid a process has in its own (innermost) pid namespace, from the host's /proc."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):
+                    return line.split()[-1]
+    except OSError:
+        pass
+    return ""

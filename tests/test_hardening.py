@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -388,22 +389,129 @@ def test_breaking_the_verifier_is_a_failure_not_a_drop(tmp_path: Path, backend: 
 
 
 def test_replaced_system_programs_never_run_for_the_engine(tmp_path: Path, backend: str):
-    """A root agent replaces bash, sh, timeout, setpriv and unshare where it can write: what the
-    engine runs between the turn and the verdict is never one of them."""
-    forger = (
-        f"#!/bin/sh\nmkdir -p /logs/verifier; echo '{FORGED_CTRF}' > /logs/verifier/ctrf.json\n"
-        "echo 1 > /logs/verifier/reward.txt\n"
+    """A root agent wraps bash, sh, timeout, setpriv and unshare wherever it can write: each
+    wrapper runs the real program, then forges a passing report. Whatever runs between the
+    turn and the verdict is never one of them (or the episode is refused as tampered)."""
+    forge = (
+        f"mkdir -p /logs/verifier; echo '{FORGED_CTRF}' > /logs/verifier/ctrf.json; echo 1 > /logs/verifier/reward.txt"
     )
     solve = (
-        f"cat > /tmp/forger <<'SH'\n{forger}SH\nchmod +x /tmp/forger\n"
-        # The local sandbox's /bin and /sbin are links on its writable root; Docker's are files.
+        # The local sandbox's /bin and /sbin are links on its writable root; Docker's /usr is writable.
         "for d in /bin /sbin /usr/bin /usr/sbin /usr/local/bin; do\n"
-        "  [ -L $d ] && { rm -f $d; mkdir -p $d; }\n"
-        "  for p in bash sh dash timeout setpriv unshare mount tar df kill env; do\n"
-        "    cp /tmp/forger $d/$p 2>/dev/null\n"
+        "  if [ -L $d ]; then rm -f $d && mkdir -p $d || continue; fi\n"
+        "  for p in bash sh timeout setpriv unshare mount tar env; do\n"
+        "    real=/usr/bin/$p; [ -e $d/$p ] && mv $d/$p $d/$p.real 2>/dev/null && real=$d/$p.real\n"
+        f'    printf \'#!/usr/bin/dash\\n"%s" "$@"; rc=$?; {forge}; exit $rc\\n\' "$real" > $d/$p 2>/dev/null'
+        " && chmod +x $d/$p\n"
         "  done\n"
         "done\n"
         "true"
     )
     r = episode(tmp_path, backend, "replacer", solve, test=SECRET_TEST)
     assert not r.success, (r.status, r.checks, r.verifier_output)
+    if backend == "docker":  # /usr is the agent's to write there: refused before verifying
+        assert r.scored and r.failure_mode == "tampered" and "bin/bash (" in r.error, r.error
+
+
+CAP_SYS_ADMIN = 21
+RECORD_CAPS = (
+    "for d in /proc/[0-9]*; do "
+    "echo \"$(readlink $d/exe) $(grep -E '^Cap(Eff|Prm|Bnd|Amb)' $d/status | tr -s '\\t\\n' '  ')\"; done"
+)
+
+
+def _caps_with_sys_admin(listing: str, fields: tuple[str, ...]) -> list[str]:
+    bad = []
+    for line in listing.splitlines():
+        words = line.split()
+        caps = dict(zip(words[1::2], words[2::2]))
+        if any(int(caps.get(f + ":", "0"), 16) >> CAP_SYS_ADMIN & 1 for f in fields):
+            bad.append(line)
+    return bad
+
+
+def test_no_process_an_agent_could_control_holds_sys_admin(tmp_path: Path, backend: str):
+    """Every process in the sandbox, during the agent's turn and during the verifier's (pid 1,
+    the engine's helpers, the verifier itself), read from /proc/<pid>/status."""
+    solve = f"({RECORD_CAPS}) > /app/caps_during_turn; readlink /proc/1/exe > /app/init_exe; echo hello > /app/out.txt"
+    test = ctrf_test(("out_is_hello", 'test "$(cat /app/out.txt)" = hello')).replace(
+        "mkdir -p /logs/verifier", f"mkdir -p /logs/verifier; ({RECORD_CAPS}) > /logs/verifier/caps_during_verifier"
+    )
+    # The records come back with the verifier's output: print them there.
+    test += (
+        "cat /app/caps_during_turn; echo ===; cat /logs/verifier/caps_during_verifier; echo ===; cat /app/init_exe\n"
+    )
+    r = episode(tmp_path, backend, "caps", solve, test=test)
+    assert r.success, r.verifier_output
+    during_turn, during_verifier, init_exe = r.verifier_output.split("===")
+    assert during_turn.strip() and during_verifier.strip()
+    # Docker: not even in a bounding set (no setuid binary can get it back); local: the sandbox's
+    # root is an unprivileged uid, and no process holds the capability in its user namespace.
+    fields = ("CapEff", "CapPrm", "CapAmb", "CapBnd") if backend == "docker" else ("CapEff", "CapPrm", "CapAmb")
+    assert _caps_with_sys_admin(during_turn, fields) == []
+    assert _caps_with_sys_admin(during_verifier, fields) == []
+    # pid 1 is the engine's own program, from a place the agent cannot write.
+    assert init_exe.strip() in ("/.trsi-engine/busybox", "/usr/bin/bash"), init_exe
+
+
+@pytest.mark.docker
+def test_a_pth_file_in_site_packages_is_tampering():
+    task_dir = write_task(
+        Path(tempfile.mkdtemp()),
+        "pth",
+        solve=(
+            "site=$(python3 -c 'import site; print(site.getsitepackages()[0])')\n"
+            "mkdir -p $site\n"
+            "echo \"import os; os.environ.setdefault('FORGED', '1')\" > $site/zz-evil.pth\n"
+            "echo wrong > /app/out.txt"
+        ),
+        test=PYTEST_SECRET,
+    )
+    r = run_episode(load_task(task_dir), OracleAgent(), config=CONFIGS["docker"], backend="docker")
+    assert r.scored and r.reward == 0.0 and r.failure_mode == "tampered", (r.failure_mode, r.error)
+    assert "zz-evil.pth" in r.error
+
+
+@pytest.mark.docker
+def test_packages_an_agent_installs_still_work(tmp_path: Path):
+    """New files in site-packages and a new program on PATH (what pip and apt leave) are not
+    tampering: the verifier imports and runs them."""
+    solve = (
+        "site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\n"
+        "mkdir -p $site/secretpkg && echo 'VALUE = \"s3cr3t-7f1c\"' > $site/secretpkg/__init__.py\n"
+        "printf '#!/bin/sh\\necho s3cr3t-7f1c\\n' > /usr/local/bin/secret-tool && chmod +x /usr/local/bin/secret-tool\n"
+        "secret-tool > /app/out.txt"
+    )
+    test = PYTEST_SECRET.replace(
+        "def test_secret():",
+        "def test_package_imports():\n"
+        "    import secretpkg, subprocess\n"
+        "    out = subprocess.run(['secret-tool'], capture_output=True, text=True).stdout\n"
+        "    assert secretpkg.VALUE == out.strip()\n\n"
+        "def test_secret():",
+    )
+    r = episode(tmp_path, "docker", "installs", solve, test=test)
+    assert r.success and r.checks_total == 2, (r.error, r.verifier_output)
+
+
+@pytest.mark.docker
+def test_an_image_without_setpriv_or_unshare_is_isolated_all_the_same(tmp_path: Path):
+    d = write_task(tmp_path, "no-tools", test=SECRET_TEST)
+    (d / "environment" / "Dockerfile").write_text(
+        "FROM trsi-tui/base:bookworm\nRUN rm -f /usr/bin/setpriv /usr/bin/unshare /bin/setpriv /bin/unshare\n"
+    )
+    daemon = (
+        '(setsid bash -c \'trap "" TERM; while true; do mkdir -p /logs/verifier; '
+        f"echo \\'{FORGED_CTRF}\\' > /logs/verifier/ctrf.json; done' >/dev/null 2>&1 < /dev/null &)\n"
+        "echo wrong > /app/out.txt"
+    )
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\n" + daemon + "\n")
+    r = run_episode(load_task(d), OracleAgent(), config=CONFIGS["docker"], backend="docker")
+    assert r.scored and not r.success and [c.name for c in r.checks] == ["secret"], (r.error, r.verifier_output)
+
+
+@pytest.mark.docker
+def test_a_flood_of_empty_files_hits_the_file_limit(tmp_path: Path):
+    solve = "mkdir -p /var/flood && cd /var/flood && seq 1 250000 | xargs touch; echo hello > /app/out.txt"
+    r = episode(tmp_path, "docker", "inode-flood", solve, toml="[agent]\ntimeout_sec = 120\n")
+    assert r.scored and "disk_limit" in r.resource_events, (r.status, r.resource_events, r.error)

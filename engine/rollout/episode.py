@@ -158,6 +158,7 @@ def run_episode(
             return infra("setup_failed", setup_error)
 
         phase("agent")
+        sandbox.agent_turn_starts()
         t = time.monotonic()
         deadline = t + task.agent_timeout_sec
         agent_run = agent.act(task, sandbox, deadline)
@@ -166,7 +167,6 @@ def run_episode(
 
         phase("verifier")
         t = time.monotonic()
-        events = sandbox.resource_events
         try:
             sandbox.prepare_for_verification()
         except (AgentProcessesSurvived, EnvironmentTampered) as exc:
@@ -174,6 +174,9 @@ def run_episode(
             outcome = VerifierOutcome("error", error=f"{failed_closed}: {exc}")
         else:
             failed_closed = ""
+        # The agent's limit hits, read once its processes are gone (the verifier's do not count).
+        events = sandbox.resource_events
+        if not failed_closed:
             outcome = run_verifier(sandbox, task)
         phases["verifier"] = time.monotonic() - t
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting

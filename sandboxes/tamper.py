@@ -1,0 +1,171 @@
+"""What the verifier runs on, checked for changes the agent made (Docker backend).
+
+A root agent in a container can rewrite anything in it: the interpreter, the standard library,
+pytest, bash. The verifier then runs the agent's code, as root, and reports whatever it likes.
+Nothing inside the container can be trusted to detect that, so the check is made from the host,
+on the container's writable overlay layer (`UpperDir`), which holds exactly the files created,
+changed or deleted since the container started.
+
+`snapshot()` records that layer before the agent's turn (after setup.sh, whose changes are the
+task's); `changes()` lists what differs afterwards, and `tampered()` keeps the paths the
+verifier depends on. Deliberately narrow, so that packages an agent installs with pip or apt
+keep working:
+
+- a file that existed before the turn (in the image or after setup) under the system's program
+  and library directories, changed, replaced or deleted: the interpreter, the standard library,
+  shared libraries, bash, coreutils (site-packages excepted, where upgrades are ordinary);
+- in any site-packages: the test runner and what it imports at start-up (pytest, _pytest,
+  pluggy, iniconfig, packaging, ...), created or changed; a `.pth` file with an executable line
+  (`import ...`), created or changed; `sitecustomize` / `usercustomize`; an `entry_points.txt`
+  declaring pytest plugins (`[pytest11]`), which pytest loads by itself;
+- a new program in a PATH directory that shadows one later on PATH (`/usr/local/bin/python3`
+  before `/usr/bin/python3`); the dynamic loader's preload list and Python's own config under
+  /etc.
+
+New files elsewhere (a package pip installed, a library apt unpacked) are not tampering.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+# Where programs and libraries live: a pre-existing file changed here is tampering.
+SYSTEM_DIRS = (
+    "bin/",
+    "sbin/",
+    "lib/",
+    "lib32/",
+    "lib64/",
+    "libx32/",
+    "usr/bin/",
+    "usr/sbin/",
+    "usr/lib/",
+    "usr/lib32/",
+    "usr/lib64/",
+    "usr/libexec/",
+    "usr/local/bin/",
+    "usr/local/sbin/",
+    "usr/local/lib/",
+    "etc/python",
+)
+PATH_DIRS = ("usr/local/sbin/", "usr/local/bin/", "usr/sbin/", "usr/bin/", "sbin/", "bin/")
+_SITE = re.compile(r"/(site|dist)-packages/")
+# pytest and what it imports while starting, before any test runs.
+RUNNER_PACKAGES = frozenset(
+    {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs"}
+)
+ALWAYS_PROTECTED = ("etc/ld.so.preload",)
+_EXECUTABLE_PTH = re.compile(rb"^\s*import[\s\t]", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: int  # stat.S_IFMT of the upper-layer entry (a whiteout is a character device)
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+
+
+Manifest = dict[str, Entry]
+
+
+def snapshot(upper: Path) -> Manifest:
+    """Every entry of the writable layer, by path relative to the container's root."""
+    found: Manifest = {}
+    stack = [upper]
+    while stack:
+        here = stack.pop()
+        try:
+            entries = list(os.scandir(here))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            rel = os.path.relpath(e.path, upper)
+            found[rel] = Entry(stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(e.path))
+    return found
+
+
+def changes(before: Manifest, after: Manifest) -> list[str]:
+    """Paths created, changed or removed in the writable layer between the two snapshots."""
+    changed = [p for p, e in after.items() if before.get(p) != e]
+    changed += [p for p in before if p not in after]
+    return sorted(changed)
+
+
+def tampered(changed: list[str], upper: Path, lowers: list[Path], before: Manifest) -> list[str]:
+    """The changed paths that touch what the verifier runs on (see the module's docstring)."""
+    found = []
+    for rel in changed:
+        reason = _why(rel, upper, lowers, before)
+        if reason:
+            found.append(f"{'/' + rel} ({reason})")
+    return found
+
+
+def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
+    if rel in before:
+        return before[rel].kind != stat.S_IFCHR  # a whiteout recorded before means it was gone
+    return any(os.path.lexists(lower / rel) for lower in lowers)
+
+
+def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
+    if rel in ALWAYS_PROTECTED:
+        return "dynamic loader preload list"
+    path = upper / rel
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return ""  # a directory's own entry changes whenever a file in it does
+    site = _SITE.search("/" + rel)
+    if site and rel.startswith(("root/", "home/")):
+        return ""  # a user's site-packages: the verifier runs with PYTHONNOUSERSITE=1
+    if site:
+        inside = ("/" + rel)[site.end() :]
+        top = inside.split("/", 1)[0]
+        name = top[:-3] if top.endswith(".py") else top
+        if name in RUNNER_PACKAGES:
+            return "the test runner's packages"
+        if name in ("sitecustomize", "usercustomize"):
+            return "start-up hook of every Python process"
+        if top.endswith(".pth") and st is not None and _executable_pth(path):
+            return "a .pth file that runs code at start-up"
+        if rel.endswith(".dist-info/entry_points.txt") and st is not None and _declares_pytest_plugin(path):
+            return "declares a pytest plugin"
+        return ""
+    base = os.path.basename(rel)
+    if base in ("sitecustomize.py", "usercustomize.py") and rel.startswith(SYSTEM_DIRS):
+        return "start-up hook of every Python process"
+    if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
+        return "a system file changed, replaced or removed"
+    if rel.startswith(PATH_DIRS) and st is not None:
+        later = PATH_DIRS[PATH_DIRS.index(next(d for d in PATH_DIRS if rel.startswith(d))) + 1 :]
+        if any(_existed(d + base, lowers, before) for d in later):
+            return "a new program that shadows one later on PATH"
+    return ""
+
+
+def _executable_pth(path: Path) -> bool:
+    try:
+        return bool(_EXECUTABLE_PTH.search(path.read_bytes()[:65536]))
+    except OSError:
+        return False
+
+
+def _declares_pytest_plugin(path: Path) -> bool:
+    try:
+        return b"[pytest11]" in path.read_bytes()[:65536]
+    except OSError:
+        return False
