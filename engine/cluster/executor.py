@@ -72,7 +72,7 @@ class RayExecutor:
 
     def __init__(self, settings: ClusterConfig) -> None:
         self.settings = settings
-        self.ray = connect(settings.address)
+        self.ray = connect(settings)
         self._shipper = Shipper(self.ray.put)
         self._workers: dict[str, _Worker] = {}
         self._cond = threading.Condition()

@@ -37,7 +37,7 @@ def _probe() -> tuple[str, tuple[str, ...], str]:
 def cluster_status(settings: ClusterConfig, executor=None) -> list[NodeStatus]:
     """Every live node. A node with a rollout worker (of `executor`, or of a run in another
     process) reports through it; any other is probed by a short task pinned to it."""
-    ray = connect(settings.address)
+    ray = connect(settings)
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     from .executor import worker_name

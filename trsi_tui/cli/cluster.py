@@ -25,15 +25,18 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
     """Each live node: its sandbox backends, free sandbox slots and loaded checkpoint.
 
     Slots and the checkpoint come from the node's rollout worker, which exists while a run uses
-    the cluster; a node without one is probed for its backends.
+    the cluster; a node without one is probed for its backends. Then who can use the cluster:
+    whether its head refuses a client without the token, and where it listens.
     """
     from engine.cluster import ClusterError
+    from engine.cluster.access import cluster_access
 
     engine = engine_of(ctx, cluster)
     try:
         nodes = engine.cluster_status()
     except ClusterError as exc:
         raise failure(exc) from None
+    access = cluster_access(engine.config.cluster)
     table = new_table(
         f"cluster at {engine.config.cluster.address}",
         "node",
@@ -59,4 +62,24 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
         )
     out.print(table)
     out.print(markup(cluster_line(nodes)))  # hostnames and backends come from other machines
-    write_json(json_path, {"address": engine.config.cluster.address, "nodes": [asdict(n) for n in nodes]})
+    out.print(markup(access_line(access)))
+    write_json(
+        json_path,
+        {"address": engine.config.cluster.address, "access": asdict(access), "nodes": [asdict(n) for n in nodes]},
+    )
+
+
+def access_line(access) -> str:
+    """`auth: token (...) · head H listens on 127.0.0.1 (this machine only)`, and why auth is off
+    or unknown."""
+    from engine.cluster.access import is_loopback
+
+    auth = "token (a client without it is refused)" if access.auth == "token" else access.auth
+    if access.detail:
+        auth += f" ({access.detail})"
+    where = access.listen
+    if is_loopback(where):
+        where += " (this machine only)"
+    elif where == "all interfaces":
+        where += " (anyone who reaches its ports; see docs/cluster.md)"
+    return f"auth: {auth} · head {access.head} listens on {where}"
