@@ -46,5 +46,7 @@ def preflight(backend: str) -> None:
         bwrap_path()
     elif backend == "docker":
         from sandboxes.docker_images import client
+        from sandboxes.docker_sandbox import engine_tools_dir
 
         client()
+        engine_tools_dir()
