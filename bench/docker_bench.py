@@ -1,6 +1,7 @@
 """Docker sandbox speed, measured side by side with raw `docker exec`.
 
     python bench/docker_bench.py [--starts 15] [--round-trips 300] [--concurrency 2] [--out FILE]
+                                 [--anchor GIT-REF [--anchor-rounds 2]]
 
 Prints a table and writes JSON (default bench/results/docker.json):
 - start-to-ready, cold: create a container and its session shell until `true` answers (p50/p95);
@@ -9,6 +10,9 @@ Prints a table and writes JSON (default bench/results/docker.json):
 - per-episode overhead of the oracle on the built-in suite: episode wall time minus the time
   inside solve.sh and inside the verifier's exec of test.sh.
 Targets (issue 3): warm-pool start-to-ready under 100 ms; round trip within 5 ms of raw docker exec.
+With --anchor, the oracle suite (warm pool 0) also runs from a worktree of that commit, in
+alternating rounds with this tree, and the table compares the two (issue 28: the oracle trial
+time with every agent process ended and the layer checked, against the release before).
 Needs a running Docker engine and the base image (`trsi-tui sandbox build-base`).
 """
 
@@ -104,13 +108,64 @@ def suite_overhead(concurrency: int, warm: int) -> dict[str, float]:
     }
 
 
+def anchored_suites(ref: str, concurrency: int, rounds: int) -> list[dict]:
+    """The oracle suite from a worktree of `ref` and from this tree, alternating, in one run."""
+    import json
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    tree = Path(tempfile.mkdtemp(prefix="trsi-anchor-")) / "tree"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", "--detach", str(tree), ref], check=True)
+    code = (
+        "import json, sys; sys.path[:0] = [sys.argv[1], sys.argv[1] + '/bench']\n"
+        "from docker_bench import suite_overhead\n"
+        "print('RESULT ' + json.dumps(suite_overhead(int(sys.argv[2]), 0)))\n"
+    )
+    rows = []
+    try:
+        for i in range(rounds):
+            for label, where in ((f"anchor {ref}", tree), ("this tree", root)):
+                out = subprocess.run(
+                    [sys.executable, "-c", code, str(where), str(concurrency)],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=str(where),
+                ).stdout
+                row = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
+                rows.append({"tree": label, "round": i, **row})
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], check=False)
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--starts", type=int, default=15)
     ap.add_argument("--round-trips", type=int, default=300)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "docker.json")
+    ap.add_argument("--anchor", metavar="GIT-REF", help="also run the oracle suite from this commit, side by side")
+    ap.add_argument("--anchor-rounds", type=int, default=2)
+    ap.add_argument("--anchor-only", action="store_true", help="only the side-by-side oracle suite")
     args = ap.parse_args()
+    anchored = anchored_suites(args.anchor, args.concurrency, args.anchor_rounds) if args.anchor else []
+    if anchored:
+        print(f"{'oracle suite, warm pool 0':<32}{'round':>6}{'wall s':>9}{'ok':>8}{'episode s':>11}")
+        for row in anchored:
+            print(
+                f"{row['tree']:<32}{row['round']:>6}{row['wall_s']:>9.2f}"
+                f"{str(row['successes']) + '/' + str(row['tasks']):>8}{row['episode_s_mean']:>11.3f}"
+            )
+        mean = {
+            t: statistics.mean(r["wall_s"] for r in anchored if r["tree"] == t) for t in {r["tree"] for r in anchored}
+        }
+        anchor_wall = next(v for t, v in mean.items() if t.startswith("anchor"))
+        ratio = mean["this tree"] / anchor_wall
+        print(f"this tree / anchor, mean wall: {ratio:.3f} (target: within 15%, <= 1.15)\n")
+        if args.anchor_only:
+            write_results(args.out, {"oracle_suite_side_by_side": anchored, "wall_ratio": round(ratio, 3)})
+            return 0
 
     cold = ms(start_to_ready(args.starts, warm=0))
     warm = ms(start_to_ready(args.starts, warm=1))
@@ -147,6 +202,7 @@ def main() -> int:
         "round_trip_true": shell_ms,
         "raw_docker_exec_true": raw_ms,
         "oracle_suite": suites,
+        "oracle_suite_side_by_side": anchored,
         "targets": targets,
     }
     write_results(args.out, payload)

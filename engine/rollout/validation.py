@@ -39,7 +39,7 @@ class TaskCheck:
 
 
 def _describe_failure(r: EpisodeResult) -> str:
-    if not r.scored:
+    if not r.scored or r.error:  # unscored, or a zero with a reason (verifier error, tampered)
         return f"{r.status} ({r.failure_mode}): {r.error}"
     failed = [c.name for c in r.checks if not c.passed]
     return f"{r.checks_passed}/{r.checks_total} checks passed; failed: {', '.join(failed) or '-'}"

@@ -135,7 +135,15 @@ def eval_cmd(
     for e in suite.errors:
         err.print(f"[red]skipped malformed task[/] {markup(str(e.path))}: {markup(e.reason)}")
     table = new_table(
-        f"eval {agent} (run {report.run_id})", "task", "split", "status", "success", "checks", "reward", "time"
+        f"eval {agent} (run {report.run_id})",
+        "task",
+        "split",
+        "status",
+        "success",
+        "failure",
+        "checks",
+        "reward",
+        "time",
     )
     for r in report.results:
         table.add_row(
@@ -143,6 +151,7 @@ def eval_cmd(
             r.split or "-",
             r.status,
             "yes" if r.success else "no",
+            r.failure_mode or "-",  # tampered and verifier_isolation among them: a zero with its reason
             f"{r.checks_passed}/{r.checks_total}",
             "-" if r.reward is None else f"{r.reward:.2f}",
             f"{r.duration_s:.1f}s",

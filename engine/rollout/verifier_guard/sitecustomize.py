@@ -88,7 +88,8 @@ def _restrict_metadata(trusted):
 
 
 def _chain_to_the_interpreters_sitecustomize():
-    path = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    # Only from the interpreter's own locations: a directory PYTHONPATH names may be the agent's.
+    path = _trusted_path()[0]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
