@@ -14,7 +14,8 @@ keep working:
 - a file that existed before the turn (in the image or after setup) under the system's program
   and library directories, changed, replaced or deleted: the interpreter, the standard library,
   shared libraries, bash, coreutils (site-packages excepted, where upgrades are ordinary);
-- in any site-packages: the test runner and what it imports at start-up (pytest, _pytest,
+- in any site-packages that existed before the turn (the image's, or a virtual environment it
+  ships; not one the agent made): the test runner and what it imports at start-up (pytest, _pytest,
   pluggy, iniconfig, packaging, ...), created or changed; a `.pth` file with an executable line
   (`import ...`), created or changed; `sitecustomize` / `usercustomize`; an `entry_points.txt`
   declaring pytest plugins (`[pytest11]`), which pytest loads by itself;
@@ -133,6 +134,9 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
     if site and rel.startswith(("root/", "home/")):
         return ""  # a user's site-packages: the verifier runs with PYTHONNOUSERSITE=1
     if site:
+        site_dir = rel[: site.end() - 2]  # e.g. usr/lib/python3/dist-packages
+        if not _existed(site_dir, lowers, before):
+            return ""  # a virtual environment the agent made: its own code, like any program of its
         inside = ("/" + rel)[site.end() :]
         top = inside.split("/", 1)[0]
         name = top[:-3] if top.endswith(".py") else top
