@@ -629,11 +629,13 @@ class DockerSandbox(SessionSandbox):
             'if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then ' + b + ' rm -rf -- "$p" || exit 1; fi; '
             '[ -d "$p" ] || ' + b + ' mkdir -- "$p" || exit 1; done; }\n'
             f'for d in {" ".join(dests)}; do real_dir "$d"; {b} rm -rf -- "$d" && {b} mkdir -- "$d" || exit 1; done\n'
+            # The verifier starts in the working directory: the agent may have removed it.
+            f"real_dir {shell_quote(req.cwd or self.workdir)}\n"
         )
         if req.masks:
             prep += f"{b} rm -rf -- {' '.join(shell_words(list(req.masks)))}\n"
         done = subprocess.run(
-            self._exec_argv([b, "sh", "-c", prep]), env=_host_env(), capture_output=True, text=True, timeout=60
+            self._exec_argv([b, "sh", "-c", prep], cwd="/"), env=_host_env(), capture_output=True, text=True, timeout=60
         )
         if done.returncode != 0:
             raise SandboxError(f"could not prepare the verifier's directories: {(done.stdout + done.stderr)[-300:]}")

@@ -11,9 +11,9 @@ setup, the verifier) joins those namespaces through nsenter with no capabilities
 therefore gets a clean shell the agent never touched, and killing bwrap's init (pid 1 of the
 namespace) kills everything inside.
 
-The sandbox's root directory is a writable tmpfs, so `/bin`, `/sbin` and `/lib*` there are
-links an agent may replace. Every program the engine runs inside is therefore named by its
-real path on the host (under the read-only /usr), never looked up through those links.
+The sandbox's root directory is a writable tmpfs; /bin, /sbin and /lib* are read-only mounts
+on it (never links an agent could repoint), and every program the engine runs inside is named
+by its real path on the host, under the read-only /usr.
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ INSTALL_HINT = (
     "Install it with `sudo apt-get install bubblewrap` (Debian/Ubuntu), "
     "`sudo dnf install bubblewrap` (Fedora) or `sudo pacman -S bubblewrap` (Arch)."
 )
+# Files Harbor-style test.sh scripts source after installing their tools (`source
+# $HOME/.local/bin/env` after uv's installer). This sandbox's HOME starts empty, so any such
+# file is the agent's, and the verifier's view covers it. (Docker images may ship them: there a
+# changed one is tampering, sandboxes/tamper.py.)
+SOURCED_FROM_HOME = ("/root/.local/bin/env", "/root/.cargo/env")
 # Unprivileged host uids for sandboxes when we run as root: one per sandbox, so RLIMIT_NPROC and
 # file ownership never mix two sandboxes, and nothing inside maps to the host's real root.
 _UID_BASE = 3_000_000
@@ -82,13 +87,17 @@ def host_tool(name: str) -> str:
 
 
 def _userland_binds() -> list[str]:
+    """/usr and /etc, and /bin, /sbin, /lib* as read-only mounts of what they are on the host.
+
+    Not as links: the sandbox's root is writable, and a link there could be pointed elsewhere
+    (`ln -sfn /opt/evil /lib64` gives every dynamic program the agent's ELF interpreter, the
+    engine's and the verifier's included). A mount point can be neither removed nor renamed.
+    """
     args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / name
-        if host.is_symlink():
-            args += ["--symlink", os.readlink(host), f"/{name}"]
-        elif host.is_dir():
-            args += ["--ro-bind", str(host), f"/{name}"]
+        if host.is_dir():  # a link to a directory (merged /usr) or a directory
+            args += ["--ro-bind", os.path.realpath(host), f"/{name}"]
     return args
 
 
@@ -353,7 +362,7 @@ class LocalSandbox(SessionSandbox):
             command,
             uploads=uploads,
             collect=collect,
-            masks=masks,
+            masks=(*masks, *SOURCED_FROM_HOME),
             cwd=cwd or self.spec.workdir,
             size_mb=self.spec.limits.disk_mb,
             collect_fd=3,

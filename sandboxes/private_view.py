@@ -29,6 +29,7 @@ from sandboxes.base import ExecResult, SandboxError
 from sandboxes.shell import shell_quote
 
 SETUP_FAILED = 96
+READY = "TRSI-VIEW-READY\n"
 # The verifier keeps no capability at all: its sandbox root is an unprivileged uid.
 DROP_ALL_CAPS = ("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs")
 TOOLS = ("sh", "bash", "setpriv", "unshare", "mount", "tar", "mkdir", "rm", "env")
@@ -61,21 +62,23 @@ def build(
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for dest, src in uploads.items():
             tar.add(Path(src), arcname=dest.strip("/"))
-    lines: list[str] = []
+    # Every component of each directory's path is made a real directory: a link or a file the
+    # agent left there (at /logs, say) is removed, never followed. The mounted tmpfs then hides
+    # whatever the directory held.
+    lines: list[str] = [
+        'real_dir() { (p=; IFS=/; set -f; for c in $1; do [ -n "$c" ] || continue; p="$p/$c"; '
+        f'if [ -L "$p" ] || {{ [ -e "$p" ] && [ ! -d "$p" ]; }}; then {t["rm"]} -rf -- "$p" || exit 1; fi; '
+        f'[ -d "$p" ] || {t["mkdir"]} -- "$p" || exit 1; done) }}'
+    ]
     for d in map(shell_quote, dirs):
-        # The mount point must be a real directory. Its contents need no removal (the tmpfs hides
-        # them). A symlink or a file is removed; one that reappears is refused, before and after
-        # the mount (nothing of the agent's runs now, but a refused view is better than a wrong one).
-        lines.append(
-            f"if [ -L {d} ] || {{ [ -e {d} ] && [ ! -d {d} ]; }}; then {t['rm']} -f -- {d}; fi; {t['mkdir']} -p -- {d}"
-        )
-        lines.append(f"[ -d {d} ] && [ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
+        lines.append(f"real_dir {d} || {{ echo 'trsi: cannot make '{d} >&2; exit {SETUP_FAILED}; }}")
         lines.append(f"{t['mount']} -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
-        lines.append(f"[ ! -L {d} ] || {{ echo 'trsi: {d} was replaced' >&2; exit {SETUP_FAILED}; }}")
     for m in map(shell_quote, masks):
-        # A masked file is covered by an empty one in this view only; the agent's copy stays.
+        # A masked file is covered by an empty one in this view only; the agent's copy stays. A
+        # link is removed instead: a mount would follow it (and fail, or cover its target).
         lines.append(
-            f"if [ -e {m} ] || [ -L {m} ]; then {t['mount']} --bind /dev/null {m} 2>/dev/null || "
+            f"if [ -L {m} ]; then {t['rm']} -f -- {m} || exit {SETUP_FAILED}; elif [ -e {m} ]; then "
+            f"{t['mount']} --bind /dev/null {m} 2>/dev/null || "
             f"{t['mount']} -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi"
         )
     inner = f"cd -- {shell_quote(cwd)} || exit 1\n{command}"
@@ -85,6 +88,9 @@ def build(
     parent, name = os.path.split(collect.rstrip("/"))
     lines += [
         f"{t['tar']} -x --no-same-owner -C / || exit {SETUP_FAILED}",
+        # The view is ready: said on the results' channel, which the command cannot write to,
+        # so no exit code of the command's can pass for a failed set-up.
+        f"printf '{READY.strip()}\\n' >&{collect_fd}",
         f"{t['setpriv']} {' '.join(DROP_ALL_CAPS)} {t['env']} -i {env_words} "
         f"{t['bash']} --noprofile --norc -c {shell_quote(inner)} </dev/null {keep_collect_clean}",
         "rc=$?",
@@ -98,13 +104,13 @@ def build(
 
 
 def finish(result: ExecResult, collected: bytes, run: PrivateRun) -> tuple[ExecResult, Path | None]:
-    """The end of a private run: no results after a timeout, an error if the view could not be
-    set up, else a host copy of the collected directory."""
+    """The end of a private run: an error if the view was never ready, no results after a
+    timeout, else a host copy of the collected directory."""
+    if not collected.startswith(READY.encode()):
+        raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
     if result.timed_out:
         return result, None
-    if result.exit_code == SETUP_FAILED:
-        raise SandboxError(f"private verifier view failed: {result.output.strip()[-300:]}")
-    return result, unpack(collected, run.collect_name)
+    return result, unpack(collected[len(READY) :], run.collect_name)
 
 
 def unpack(collected: bytes, name: str) -> Path:

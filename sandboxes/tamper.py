@@ -19,6 +19,10 @@ keep working:
   pluggy, iniconfig, packaging, ...), created or changed; a `.pth` file with an executable line
   (`import ...`), created or changed; `sitecustomize` / `usercustomize`; an `entry_points.txt`
   declaring pytest plugins (`[pytest11]`), which pytest loads by itself;
+- any change in the standard library's directories or zip (a new `pytest/` there is found
+  before site-packages);
+- a system directory, or one on the way to it (`/lib64`, `/usr/local/bin`, `/usr`), replaced by
+  a link or a file, or removed and remade;
 - a new program in a PATH directory that shadows one later on PATH (`/usr/local/bin/python3`
   before `/usr/bin/python3`); the dynamic loader's preload list and Python's own config under
   /etc.
@@ -59,7 +63,14 @@ _SITE = re.compile(r"/(site|dist)-packages/")
 RUNNER_PACKAGES = frozenset(
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs"}
 )
-ALWAYS_PROTECTED = ("etc/ld.so.preload",)
+# The directories above, and each directory on the way to them: replaced by a link or a file,
+# or emptied and refilled (an opaque directory), everything below them changed at once.
+SYSTEM_ROOTS = frozenset(
+    "/".join(d.rstrip("/").split("/")[: i + 1]) for d in SYSTEM_DIRS for i in range(d.rstrip("/").count("/") + 1)
+)
+# The standard library (outside site-packages) and its zip, first on sys.path.
+_STDLIB = re.compile(r"^(usr/(local/)?)?lib(64)?/python\d[\d.]*(/|$)|^(usr/(local/)?)?lib(64)?/python\d+\.zip$")
+ALWAYS_PROTECTED = ("etc/ld.so.preload", "root/.local/bin/env", "root/.cargo/env")
 _EXECUTABLE_PTH = re.compile(rb"^\s*import[\s\t]", re.MULTILINE)
 
 
@@ -122,12 +133,14 @@ def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
 
 def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
     if rel in ALWAYS_PROTECTED:
-        return "dynamic loader preload list"
+        return "read or sourced by the verifier's programs"
     path = upper / rel
     try:
         st = os.lstat(path)
     except OSError:
         st = None
+    if rel in SYSTEM_ROOTS and (st is None or not stat.S_ISDIR(st.st_mode) or _opaque(path)):
+        return "a system directory replaced"
     if st is not None and stat.S_ISDIR(st.st_mode):
         return ""  # a directory's own entry changes whenever a file in it does
     site = _SITE.search("/" + rel)
@@ -149,6 +162,8 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         if rel.endswith(".dist-info/entry_points.txt") and st is not None and _declares_pytest_plugin(path):
             return "declares a pytest plugin"
         return ""
+    if _STDLIB.match(rel):
+        return "the standard library (a new module there shadows site-packages)"
     base = os.path.basename(rel)
     if base in ("sitecustomize.py", "usercustomize.py") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
@@ -159,6 +174,17 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         if any(_existed(d + base, lowers, before) for d in later):
             return "a new program that shadows one later on PATH"
     return ""
+
+
+def _opaque(path: Path) -> bool:
+    """An overlay directory that hides everything below it in the image: removed and remade."""
+    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _executable_pth(path: Path) -> bool:

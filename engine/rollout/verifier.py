@@ -175,7 +175,11 @@ def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:
             verdict=found.verdict,
         )
     except SandboxError as exc:
-        return VerifierOutcome("infra", error=f"sandbox failure during verification: {exc}")
+        # In a sandbox that is still alive, a verification that could not be set up or read back
+        # failed because of what the agent left there (a file where a directory must be, a tree
+        # too deep to remove): a zero. Only a sandbox that died is the machine's fault.
+        status: VerifierStatus = "error" if sandbox.alive else "infra"
+        return VerifierOutcome(status, error=f"verification failed: {exc}")
     finally:
         if collected is not None:
             shutil.rmtree(collected.parent, ignore_errors=True)

@@ -1,0 +1,248 @@
+"""Attacks on the verdict found by a red-team pass against the isolation of issue 28, run as a
+task's "solution" under the oracle agent, on both backends.
+
+Each test asserts that the attack fails (the episode is scored and not a success); each one
+forged a pass or turned a failure into an unscored episode before its fix. The answer is
+known only to the tests ("the secret"), so only a forged verdict or a dropped (unscored)
+episode helps a failing agent.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.test_hardening import PYTEST_SECRET, SECRET_TEST, episode
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request) -> str:
+    return request.param
+
+
+docker_only = pytest.mark.docker
+
+# -- A fake ELF interpreter (what an agent could write byte by byte with printf) --------------------
+# Run by the kernel for every dynamically linked program in place of ld.so: when it finds itself
+# inside the verifier's view (/tests/test.sh exists), it writes reward.txt = 1, then hands the
+# program to the real ld.so, so everything keeps working.
+INTERP_C = r"""
+static long sc(long n, long a, long b, long c) {
+    long r;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+    return r;
+}
+__asm__(".globl _start\n_start:\n mov %rsp,%rdi\n and $-16,%rsp\n call cmain\n hlt\n");
+__attribute__((used)) void cmain(long *sp) {
+    long argc = sp[0];
+    char **argv = (char **)(sp + 1);
+    char **envp = argv + argc + 1;
+    char **e = envp;
+    while (*e) e++;
+    char *execfn = 0;
+    for (long *a = (long *)(e + 1); a[0]; a += 2)
+        if (a[0] == 31) execfn = (char *)a[1];  /* AT_EXECFN */
+    if (sc(21, (long)"/tests/test.sh", 0, 0) == 0) {
+        long fd = sc(2, (long)"/logs/verifier/reward.txt", 01 | 0100 | 01000, 0644);
+        if (fd >= 0) { sc(1, fd, (long)"1\n", 2); sc(3, fd, 0, 0); }
+    }
+    char *nargv[argc + 5];
+    int i = 0;
+    nargv[i++] = "ld.so";
+    nargv[i++] = "--argv0";
+    nargv[i++] = argv[0];
+    nargv[i++] = execfn;
+    for (long j = 1; j < argc; j++) nargv[i++] = argv[j];
+    nargv[i] = 0;
+    sc(59, (long)"/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", (long)nargv, (long)envp);
+    sc(60, 127, 0, 0);
+}
+"""
+
+
+@cache
+def fake_interpreter_b64() -> str:
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is needed to build the fake interpreter")
+    d = Path(tempfile.mkdtemp())
+    (d / "interp.c").write_text(INTERP_C)
+    subprocess.run(
+        ["gcc", "-Os", "-nostdlib", "-fPIE", "-static-pie", "-fno-stack-protector", "-o", d / "interp", d / "interp.c"],
+        check=True,
+    )
+    subprocess.run(["strip", d / "interp"], check=False)
+    return base64.b64encode((d / "interp").read_bytes()).decode()
+
+
+def test_lib64_link_redirected_to_a_fake_elf_interpreter(tmp_path: Path, backend: str):
+    """/lib64 is a link on the sandbox's writable root (local) or in the container's layer
+    (Docker). Every dynamically linked program names /lib64/ld-linux-x86-64.so.2 as its ELF
+    interpreter, so pointing /lib64 at the agent's directory runs the agent's code in every
+    program started afterwards: the engine's privileged helpers (setpriv, unshare, mount, tar)
+    and the verifier's bash. Docker's tamper check misses it: the changed path is "lib64"
+    itself, which does not start with "lib64/", and the interpreter is a new file in /opt."""
+    solve = (
+        "mkdir -p /opt/evil\n"
+        f"echo '{fake_interpreter_b64()}' | base64 -d > /opt/evil/ld-linux-x86-64.so.2\n"
+        "chmod 755 /opt/evil/ld-linux-x86-64.so.2\n"
+        "ln -sfn /opt/evil /lib64\n"
+        "echo wrong > /app/out.txt\n"
+    )
+    r = episode(tmp_path, backend, "lib64-interp", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+@docker_only
+@pytest.mark.parametrize("system_dir", ["/usr/local/bin", "/usr/bin"])
+def test_docker_path_directory_replaced_by_a_link(tmp_path: Path, system_dir: str):
+    """A PATH directory replaced by a link to the agent's copy: the changed path is the
+    directory itself ("usr/local/bin"), which matches no "usr/local/bin/" prefix, and the
+    programs are new files under /opt. The verifier's `bash -c CHECK` then runs the agent's
+    bash, which passes every check."""
+    fake_bash = '#!/usr/bin/dash\ncase "$1" in -c) exit 0;; esac\nexec /opt/realbash "$@"\n'
+    if system_dir == "/usr/local/bin":
+        swap = "rmdir /usr/local/bin && ln -s /opt/evil /usr/local/bin\n"
+    else:
+        # A full copy of /usr/bin, then the directory swapped for a link to it.
+        swap = (
+            "cp -a /usr/bin/. /opt/evil/\n"
+            f"cat > /opt/evil/bash <<'SH'\n{fake_bash}SH\n"
+            '/usr/bin/python3 -c "import os, shutil;'
+            " shutil.rmtree('/usr/bin'); os.symlink('/opt/evil', '/usr/bin')\"\n"
+        )
+    solve = (
+        "mkdir -p /opt/evil\n"
+        "cp /usr/bin/bash /opt/realbash\n"
+        f"cat > /opt/evil/bash <<'SH'\n{fake_bash}SH\n"
+        "chmod 755 /opt/evil/bash\n" + swap + "echo wrong > /app/out.txt\n"
+    )
+    r = episode(tmp_path, "docker", "path-dir-link", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+@docker_only
+@pytest.mark.parametrize("where", ["stdlib-dir", "stdlib-zip"])
+def test_docker_pytest_shadowed_from_the_standard_library_path(tmp_path: Path, where: str):
+    """The standard library's directories come before site-packages on sys.path. A NEW
+    `pytest` package in /usr/lib/python3.11/ (or a new /usr/lib/python311.zip, first on
+    sys.path) is neither a changed system file nor in a site-packages directory, so the tamper
+    check lets it through, and the guard resolves `pytest` there first."""
+    fake_main = (
+        "import os\n"
+        "os.makedirs('/logs/verifier', exist_ok=True)\n"
+        "open('/logs/verifier/reward.txt', 'w').write('1\\n')\n"
+        "print('short test summary info')\n"
+        "print('PASSED /tests/test_secret.py::test_secret')\n"
+        "print('==== 1 passed in 0.01s ====')\n"
+    )
+    if where == "stdlib-dir":
+        plant = (
+            "std=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"stdlib\"])')\n"
+            "mkdir -p $std/pytest && : > $std/pytest/__init__.py\n"
+            f"cat > $std/pytest/__main__.py <<'PY'\n{fake_main}PY\n"
+        )
+    else:
+        plant = (
+            f"cat > /tmp/main.py <<'PY'\n{fake_main}PY\n"
+            "python3 - <<'PY'\n"
+            "import sys, zipfile\n"
+            "z = next(p for p in sys.path if p.endswith('.zip'))\n"
+            "with zipfile.ZipFile(z, 'w') as f:\n"
+            "    f.writestr('pytest/__init__.py', '')\n"
+            "    f.write('/tmp/main.py', 'pytest/__main__.py')\n"
+            "PY\n"
+        )
+    r = episode(tmp_path, "docker", f"pytest-shadow-{where}", plant + "echo wrong > /app/out.txt", test=PYTEST_SECRET)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+@docker_only
+@pytest.mark.parametrize("target", ["/logs/verifier", "/pytest.ini", "/run/trsi-verifier-guard"])
+def test_docker_tree_too_deep_to_remove(tmp_path: Path, target: str):
+    """A directory tree deeper than PATH_MAX where the verifier's preparation runs the engine's
+    busybox `rm -rf`: busybox fails (File name too long), the preparation exits 1, that is a
+    SandboxError, and the episode becomes an unscored infra_error."""
+    solve = (
+        f"mkdir -p {target} && python3 -c \"import os; os.chdir('{target}')\n"
+        "for _ in range(2500): os.mkdir('a'); os.chdir('a')\"\n"
+        "echo wrong > /app/out.txt\n"
+    )
+    r = episode(tmp_path, "docker", "deep-tree", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+
+
+@pytest.mark.parametrize("plant", ["rm -rf /logs && touch /logs", "rm -rf /run && touch /run"])
+def test_a_file_where_the_verifier_needs_a_directory_parent(tmp_path: Path, backend: str, plant: str):
+    """/logs or /run made a plain file: `mkdir -p /logs/verifier` (or /run/trsi-verifier-guard)
+    fails in the local private view, which exits SETUP_FAILED -> SandboxError -> infra_error."""
+    name = "file-parent" + plant.split()[2].replace("/", "-")
+    r = episode(tmp_path, backend, name, f"{plant}; echo wrong > /app/out.txt", test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+
+
+@pytest.mark.parametrize("link_to", ["/nonexistent/x", "/tests/test.sh"])
+def test_a_dangling_link_at_a_masked_path(tmp_path: Path, backend: str, link_to: str):
+    """/pytest.ini a dangling link: the local view's `mount --bind /dev/null /pytest.ini`
+    follows it to a missing target and fails, the tmpfs fallback too: SETUP_FAILED -> infra."""
+    solve = f"ln -s {link_to} /pytest.ini; echo wrong > /app/out.txt"
+    r = episode(tmp_path, backend, "mask-link", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+
+
+def test_verifier_exit_code_96_is_not_an_engine_failure(tmp_path: Path, backend: str):
+    """The tests import the agent's module (as usual); it exits 96 at import, pytest (the last
+    command of test.sh) exits 96, and the local view's script passes that on as its own exit
+    status, which the engine reads as SETUP_FAILED: an unscored infra_error."""
+    solve = "printf 'import os\\nos._exit(96)\\n' > /app/mylib.py; echo wrong > /app/out.txt"
+    test = PYTEST_SECRET.replace("def test_secret():", "import mylib\n\ndef test_secret():")
+    r = episode(tmp_path, backend, "exit96", solve, test=test)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+
+
+def test_a_harbor_style_verifier_sources_the_agents_home(tmp_path: Path, backend: str):
+    """Harbor's usual test.sh sources `$HOME/.local/bin/env` (uv's installer leaves it there,
+    here made by setup.sh). HOME is the agent's: an EXIT trap added to it writes reward 1."""
+    setup = "mkdir -p /app /root/.local/bin\necho 'export PATH=\"$HOME/.local/bin:$PATH\"' > /root/.local/bin/env\n"
+    test = SECRET_TEST.replace("mkdir -p /logs/verifier\n", "mkdir -p /logs/verifier\nsource $HOME/.local/bin/env\n", 1)
+    solve = "echo \"trap 'echo 1 > /logs/verifier/reward.txt' EXIT\" >> /root/.local/bin/env; echo wrong > /app/out.txt"
+    r = episode(tmp_path, backend, "home-env", solve, setup=setup, test=test)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error)
+
+
+def test_shell_and_python_startup_files_are_not_read(tmp_path: Path, backend: str):
+    """Startup files a shell or Python might read on the verifier's behalf (only those the agent
+    can write on each backend): ~/.bashrc, ~/.profile, ~/.bash_profile, /etc/bash.bashrc,
+    /etc/profile.d, /etc/environment, and a PYTHONSTARTUP-like ~/.pythonrc."""
+    forge = "echo 1 > /logs/verifier/reward.txt 2>/dev/null"
+    solve = (
+        f"for f in /root/.bashrc /root/.profile /root/.bash_profile /root/.bash_login /root/.pythonrc.py; do"
+        f" echo '{forge}' >> $f; done\n"
+        f"echo '{forge}' >> /etc/bash.bashrc 2>/dev/null; echo '{forge}' > /etc/profile.d/zz.sh 2>/dev/null\n"
+        "echo 'BASH_ENV=/root/.bashrc' >> /etc/environment 2>/dev/null\n"
+        "echo wrong > /app/out.txt\n"
+    )
+    r = episode(tmp_path, backend, "startup-files", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error)
+
+
+@pytest.mark.parametrize(
+    "solve", ["cd /; rm -rf /app; echo wrong > /app", "cd /; rm -rf /app"], ids=["file", "removed"]
+)
+def test_the_working_directory_made_a_file(tmp_path: Path, backend: str, solve: str):
+    """/app (the working directory every `docker exec -w` names) removed, or replaced by a plain
+    file: the verifier's preparation exec cannot start there (chdir fails), which is a
+    SandboxError -> infra_error."""
+    r = episode(tmp_path, backend, "app-file", solve, test=SECRET_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+
+
+def test_a_secret_check_with_ctrf_still_counts(tmp_path: Path, backend: str):
+    """Control: the honest answer passes the same verifier."""
+    r = episode(tmp_path, backend, "control", "echo s3cr3t-7f1c > /app/out.txt", test=SECRET_TEST)
+    assert r.success, (r.status, r.error, r.verifier_output)
