@@ -81,4 +81,4 @@ def test_upstream_fixtures_pass_tasks_check_on_docker():
     assert [(c.task, c.valid, c.reason) for c in checks if not c.valid] == []
     assert sorted(c.task for c in checks) == ["count-words", "csv-total", "fix-config", "greet-file"]
     sources = {c.task: c.oracle.verifier_source for c in checks}
-    assert sources["greet-file"] == "pytest" and sources["csv-total"] == "junit"
+    assert sources["greet-file"] == "pytest" and sources["csv-total"] == "junit+reward.txt"
