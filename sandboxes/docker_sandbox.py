@@ -50,7 +50,7 @@ from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.procs import descendants, end_namespace, kill_pids, namespace_members
 from sandboxes.session_sandbox import SessionSandbox
-from sandboxes.shell import PipeShell, run_streamed, shell_quote
+from sandboxes.shell import PipeShell, real_dir_function, run_streamed, shell_quote
 
 log = logging.getLogger(__name__)
 
@@ -625,12 +625,11 @@ class DockerSandbox(SessionSandbox):
         b = BUSYBOX
         dests = shell_words([*req.uploads, req.collect])
         prep = (
-            'real_dir() { p=""; for c in $(echo "$1" | ' + b + " tr / ' '); do p=\"$p/$c\"; "
-            'if [ -L "$p" ] || { [ -e "$p" ] && [ ! -d "$p" ]; }; then ' + b + ' rm -rf -- "$p" || exit 1; fi; '
-            '[ -d "$p" ] || ' + b + ' mkdir -- "$p" || exit 1; done; }\n'
-            f'for d in {" ".join(dests)}; do real_dir "$d"; {b} rm -rf -- "$d" && {b} mkdir -- "$d" || exit 1; done\n'
+            real_dir_function(f"{b} rm", f"{b} mkdir") + "\n"
+            f'for d in {" ".join(dests)}; do real_dir "$d" || exit 1; '
+            f'{b} rm -rf -- "$d" && {b} mkdir -- "$d" || exit 1; done\n'
             # The verifier starts in the working directory: the agent may have removed it.
-            f"real_dir {shell_quote(req.cwd or self.workdir)}\n"
+            f"real_dir {shell_quote(req.cwd or self.workdir)} || exit 1\n"
         )
         if req.masks:
             prep += f"{b} rm -rf -- {' '.join(shell_words(list(req.masks)))}\n"

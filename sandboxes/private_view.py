@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes.base import ExecResult, SandboxError
-from sandboxes.shell import shell_quote
+from sandboxes.shell import real_dir_function, shell_quote
 
 SETUP_FAILED = 96
 READY = "TRSI-VIEW-READY\n"
@@ -65,11 +65,7 @@ def build(
     # Every component of each directory's path is made a real directory: a link or a file the
     # agent left there (at /logs, say) is removed, never followed. The mounted tmpfs then hides
     # whatever the directory held.
-    lines: list[str] = [
-        'real_dir() { (p=; IFS=/; set -f; for c in $1; do [ -n "$c" ] || continue; p="$p/$c"; '
-        f'if [ -L "$p" ] || {{ [ -e "$p" ] && [ ! -d "$p" ]; }}; then {t["rm"]} -rf -- "$p" || exit 1; fi; '
-        f'[ -d "$p" ] || {t["mkdir"]} -- "$p" || exit 1; done) }}'
-    ]
+    lines: list[str] = [real_dir_function(t["rm"], t["mkdir"])]
     for d in map(shell_quote, dirs):
         lines.append(f"real_dir {d} || {{ echo 'trsi: cannot make '{d} >&2; exit {SETUP_FAILED}; }}")
         lines.append(f"{t['mount']} -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")

@@ -33,6 +33,17 @@ def shell_quote(text: str) -> str:
     return "'" + text.replace("\x00", "").replace("'", "'\\''") + "'"
 
 
+def real_dir_function(rm: str, mkdir: str) -> str:
+    """A POSIX sh function `real_dir PATH` that makes every component of PATH a real directory:
+    a link or a file an agent left on the way (at /logs, say) is removed, never followed. `rm`
+    and `mkdir` are the (quoted) programs to call, so each backend names its trusted ones."""
+    return (
+        'real_dir() { (p=; IFS=/; set -f; for c in $1; do [ -n "$c" ] || continue; p="$p/$c"; '
+        f'if [ -L "$p" ] || {{ [ -e "$p" ] && [ ! -d "$p" ]; }}; then {rm} -rf -- "$p" || exit 1; fi; '
+        f'[ -d "$p" ] || {mkdir} -- "$p" || exit 1; done) }}'
+    )
+
+
 class _Capture:
     """Keeps the head and tail of a command's output and streams it (up to a cap)."""
 
