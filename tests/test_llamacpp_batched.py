@@ -56,7 +56,7 @@ def recompute_logprobs(
     token at a time, as a sampler reads them."""
     import llama_cpp as L
 
-    from engine.policy.llamacpp_batched import put_token
+    from engine.policy.llamacpp_context import put_token
 
     llm = policy._llm  # noqa: SLF001 - the same loaded weights
     params = L.llama_context_default_params()
@@ -346,21 +346,21 @@ def test_llama_cpp_is_built_on_its_own_threads_not_openmp():
     once torch has trained in one thread of the process (RSR and RPR do, before their next
     rollouts), decoding in another thread waits on futexes at each barrier: up to 3x slower
     (docs/benchmarks.md, "Rollouts after training")."""
-    from engine.policy.llamacpp import openmp_build
+    from engine.policy.llamacpp_chat import openmp_build
 
     assert not openmp_build(), "llama-cpp-python is an OpenMP build; run bash .ci/setup to rebuild it"
 
 
 def test_an_openmp_build_is_named_in_the_log_once(monkeypatch, caplog):
-    from engine.policy import llamacpp
+    from engine.policy import llamacpp_chat
 
-    monkeypatch.setattr(llamacpp, "openmp_build", lambda: True)
-    llamacpp.warn_if_openmp.cache_clear()
+    monkeypatch.setattr(llamacpp_chat, "openmp_build", lambda: True)
+    llamacpp_chat.warn_if_openmp.cache_clear()
     try:
-        with caplog.at_level("WARNING", logger="engine.policy.llamacpp"):
-            llamacpp.warn_if_openmp()
-            llamacpp.warn_if_openmp()
+        with caplog.at_level("WARNING", logger="engine.policy.llamacpp_chat"):
+            llamacpp_chat.warn_if_openmp()
+            llamacpp_chat.warn_if_openmp()
     finally:
-        llamacpp.warn_if_openmp.cache_clear()
+        llamacpp_chat.warn_if_openmp.cache_clear()
     warnings = [r.getMessage() for r in caplog.records if "OpenMP build" in r.getMessage()]
     assert len(warnings) == 1 and "GGML_OPENMP=OFF" in warnings[0]

@@ -1,127 +1,30 @@
-"""llama.cpp (llama-cpp-python) serving a GGUF file, with the exact sampled token ids.
-
-Prompts are rendered with the chat template stored in the GGUF, then tokenized by llama.cpp.
-Sampling uses no truncation (top-k, top-p and min-p off, no repeat penalty), so the recorded
-log-probability of each sampled token is exactly its probability under softmax(logits / T),
-the distribution it was drawn from (raw softmax at temperature 0, which is greedy).
+"""llama.cpp (llama-cpp-python) serving a GGUF file from a pool of contexts, one sequence each,
+with the exact sampled token ids. What both llama.cpp backends share (the GGUF, its chat
+template, exact sampling) is in `llamacpp_chat.py`.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
-import math
-import os
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, StopAt, Tools
+from engine.policy.base import Generation, PolicyError, StopAt
+from engine.policy.llamacpp_chat import (
+    GgufChat,
+    common_prefix,
+    load_llama,
+    log_softmax,
+    openmp_build,
+    thread_budget,
+    warn_if_openmp,
+)
 
-log = logging.getLogger(__name__)
-
-_LOAD_LOCK = threading.Lock()
-
-
-def openmp_build() -> bool:
-    """Whether llama.cpp runs its threads on OpenMP (llama-cpp-python's default build)."""
-    import llama_cpp
-
-    return b"OPENMP = 1" in llama_cpp.llama_print_system_info()
-
-
-@functools.cache
-def warn_if_openmp() -> None:
-    """Once per process: an OpenMP build slows down beside torch, and says so in the log.
-
-    libgomp throttles the waiting of every thread team in the process once the teams together
-    hold more threads than there are cores. After torch (itself on OpenMP) has run in one
-    thread, llama.cpp decoding in another waits on futexes at each of its barriers: 1.8x fewer
-    episodes per minute, 3x fewer tokens per second in one sequence (docs/benchmarks.md).
-    `.ci/setup` builds llama.cpp without OpenMP."""
-    if openmp_build():
-        log.warning(
-            "llama.cpp is an OpenMP build: once torch has trained in this process, decoding runs up to 3x"
-            " slower. Rebuild it on ggml's own threads: bash .ci/setup (it sets -DGGML_OPENMP=OFF)"
-        )
-
-
-def load_llama(path: Path, **kwargs):
-    """A llama-cpp-python `Llama` for `path`; failures become PolicyError."""
-    try:
-        from llama_cpp import Llama
-    except ImportError:
-        raise PolicyError("the llama.cpp backend needs llama-cpp-python: pip install llama-cpp-python") from None
-    # llama-cpp-python silences loading by dup2-ing fds 1 and 2 to /dev/null and back; two
-    # threads doing that at once can leave stdout pointing at /dev/null for good.
-    warn_if_openmp()
-    try:
-        with _LOAD_LOCK:
-            return Llama(model_path=str(path), verbose=False, seed=0, **kwargs)
-    except (ValueError, RuntimeError) as exc:
-        raise PolicyError(f"llama.cpp could not load {path}: {exc}") from None
-
-
-class GgufChat(LocalPolicy):
-    """What both llama.cpp backends share: the GGUF's chat template, its tokenizer and its
-    end-of-turn tokens, all read from one loaded `Llama` (`self._llm`)."""
-
-    def _init_chat(self, llm, path: Path, n_ctx: int) -> None:
-        import jinja2.sandbox
-
-        self._llm = llm
-        meta = llm.metadata
-        template = meta.get("tokenizer.chat_template")
-        if not template:
-            raise PolicyError(f"{path} carries no chat template (tokenizer.chat_template)")
-        env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-        self._template = env.from_string(template)
-        self._bos = self._token_text(llm.token_bos())
-        self._eos = self._token_text(llm.token_eos())
-        # End-of-turn tokens: EOS plus the template's turn terminator if the vocabulary has one.
-        self._stop_ids = {llm.token_eos()}
-        for marker in END_OF_TURN_MARKERS:
-            ids = llm.tokenize(marker.encode(), add_bos=False, special=True)
-            if len(ids) == 1:
-                self._stop_ids.add(ids[0])
-        self.n_ctx = n_ctx
-        self._n_vocab = llm.n_vocab()
-
-    def _token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return self._llm.detokenize([token], special=True).decode("utf-8", errors="replace")
-
-    # -- prompts ---------------------------------------------------------------------------
-    def render(self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None) -> str:
-        return self._template.render(
-            messages=messages,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=self._bos,
-            eos_token=self._eos,
-        )
-
-    def tokenize_chat(
-        self, messages: Messages, *, add_generation_prompt: bool, tools: Tools | None = None
-    ) -> list[int]:
-        text = self.render(messages, add_generation_prompt=add_generation_prompt, tools=tools)
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-
-    def tokenize_text(self, text: str) -> list[int]:
-        return self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-
-    @property
-    def stop_ids(self) -> frozenset[int]:
-        return frozenset(self._stop_ids)
-
-    supports_stop_at = True
-
-    def _text(self, ids: list[int]) -> str:
-        """The reply's text: the sampled tokens without the end-of-turn token."""
-        return self._llm.detokenize([t for t in ids if t not in self._stop_ids]).decode("utf-8", errors="replace")
+# LlamaCppPolicy, and the shared names importers took from here before llamacpp_chat.py held them.
+__all__ = ["GgufChat", "LlamaCppPolicy", "common_prefix", "load_llama", "log_softmax", "openmp_build", "warn_if_openmp"]
 
 
 class LlamaCppPolicy(GgufChat):
@@ -145,24 +48,15 @@ class LlamaCppPolicy(GgufChat):
         instances: int = 1,
         lora: Path | None = None,
     ) -> None:
-        self.name = name or f"gguf:{path}"
-        self.path = Path(path)
         # The contexts decode at the same time, so they share the thread budget (the machine's
         # cores by default): llama.cpp's threads spin while they wait for each other, and more
         # threads than cores leave them spinning through each other's time slices.
-        per_context = max(1, (threads or os.cpu_count() or 1) // max(1, instances))
-
-        def make():
-            return load_llama(
-                path,
-                n_ctx=n_ctx,
-                n_threads=per_context,
-                n_threads_batch=per_context,
-                lora_path=str(lora) if lora else None,
-            )
-
-        self._make = make
-        self._init_chat(make(), self.path, n_ctx)  # the first instance: template, vocabulary and tokenizer
+        per_context = max(1, thread_budget(threads) // max(1, instances))
+        params = dict(
+            n_ctx=n_ctx, n_threads=per_context, n_threads_batch=per_context, lora_path=str(lora) if lora else None
+        )
+        self._make = functools.partial(load_llama, path, **params)
+        super().__init__(path, name=name, n_ctx=n_ctx, llama_params=params)  # the first instance
         self._free = [self._llm]
         self._count = 1
         self._max_instances = max(1, instances)
@@ -239,25 +133,6 @@ class LlamaCppPolicy(GgufChat):
 
 def _shared_prefix(llm, prompt: list[int]) -> int:
     return common_prefix(llm._input_ids, prompt)  # the tokens this instance's KV cache holds  # noqa: SLF001 - no public accessor
-
-
-def common_prefix(a, b) -> int:
-    """How many leading tokens `a` and `b` share."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def log_softmax(logits, temperature: float) -> np.ndarray:
-    """log softmax(logits / T) in float64; T = 0 (greedy) is scored under the raw softmax."""
-    scaled = np.asarray(logits, dtype=np.float64)
-    if temperature > 0:
-        scaled = scaled / temperature
-    top = float(scaled.max())
-    return scaled - (top + math.log(float(np.exp(scaled - top).sum())))
 
 
 def _logprob(logits, token: int, temperature: float) -> float:
