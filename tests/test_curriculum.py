@@ -96,7 +96,7 @@ def test_every_family_is_valid_in_real_sandboxes(tmp_path: Path):
 
 
 def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec(tmp_path: Path):
-    from engine.paths import resolve_paths
+    from engine.config.paths import resolve_paths
 
     paths = resolve_paths(str(tmp_path / "home")).ensure()
     engine = Engine(Config(tasks="curriculum:2,1"), Store(paths.database), paths)

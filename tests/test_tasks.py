@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.paths import REPO_ROOT, builtin_tasks_dir
+from engine.config.paths import REPO_ROOT, builtin_tasks_dir
 from engine.tasks import load_suite, load_task
 from engine.tasks.canary import CANARY
 from tests.conftest import EXAMPLE_TASK, write_task

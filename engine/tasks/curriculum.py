@@ -1,404 +1,42 @@
 """A curriculum at the bundled model's frontier: families that generate any number of instances.
 
-Each family is one kind of one-command (or one short pipeline) task: create, append, copy, move,
-count, head/tail, grep, sort, cut, sed, find, chmod, tar, arithmetic. An instance is drawn from
-the family's split pool with its own seed, deterministically: the same (family, split, seed,
-index) always gives the same task. Train and eval instances never share parameters: their
-file and directory names, words and numbers come from disjoint pools, so no instruction text
-of one split appears in the other (tests/test_curriculum.py checks both).
+The families (`engine/tasks/families/one_command.py`) are one-command (or one short pipeline)
+tasks. An instance is drawn from the family's split pool with its own seed, deterministically:
+the same (family, split, seed, index) always gives the same task. Train and eval instances never
+share parameters.
 
     trsi-tui tasks generate --family all --instances 20 --split train --seed 0 DEST
 
-Every family has 3 to 5 checks, so a partial answer earns partial credit, never success.
+This module draws instances, writes them, and writes the suite a `curriculum[:TRAIN,EVAL]` spec
+names into the engine's cache.
 """
 
 from __future__ import annotations
 
-import random
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from engine.tasks.spec import WORDS, TaskSpec, q, write_task
+from engine.tasks.families.one_command import EXTENSIONS, FAMILIES, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
+from engine.tasks.spec import TaskSpec, write_task
 
-# Disjoint pools per split: a train instance and an eval instance never share a name or a word.
-WORD_POOLS = {"train": WORDS[:16], "eval": WORDS[16:] + ("alder", "basil", "cedar", "dune", "fennel", "glacier")}
-NUMBER_RANGES = {"train": (2, 49), "eval": (51, 98)}
-EXTENSIONS = {"train": ("txt", "log", "csv"), "eval": ("dat", "out", "lst")}
-SPLITS = ("train", "eval")
-
-
-@dataclass(frozen=True)
-class Pool:
-    """What one split may draw from."""
-
-    split: str
-    rng: random.Random
-
-    def word(self) -> str:
-        return self.rng.choice(WORD_POOLS[self.split])
-
-    def words(self, k: int) -> list[str]:
-        return self.rng.sample(WORD_POOLS[self.split], k)
-
-    def number(self) -> int:
-        low, high = NUMBER_RANGES[self.split]
-        return self.rng.randint(low, high)
-
-    def ext(self) -> str:
-        return self.rng.choice(EXTENSIONS[self.split])
-
-    def lines(self, n: int) -> list[str]:
-        return [f"{self.word()} {self.number()}" for _ in range(n)]
-
-
-def _data(path: str, lines: list[str]) -> str:
-    return f"cat > {path} <<'DATA'\n" + "".join(line + "\n" for line in lines) + "DATA\n"
-
-
-def _spec(name: str, instruction: str, setup: str, solve: str, checks: list[tuple[str, str]], tag: str) -> TaskSpec:
-    return TaskSpec(
-        name=name,
-        instruction=instruction,
-        setup="mkdir -p /app\n" + setup,
-        solve=solve,
-        checks=checks,
-        difficulty="basic",
-        category="curriculum",
-        tags=[tag],
-        agent_timeout=90,
-    )
-
-
-def echo_line(p: Pool, name: str) -> TaskSpec:
-    path, text = f"/app/{p.word()}.{p.ext()}", f"{p.word()} {p.word()} {p.number()}"
-    return _spec(
-        name,
-        f"Write the line `{text}` to the file {path}.\n",
-        "",
-        f"echo {q(text)} > {path}\n",
-        [
-            ("file_exists", f"test -f {path}"),
-            ("text_present", f"grep -qF {q(text)} {path}"),
-            ("exact_content", f'test "$(cat {path})" = {q(text)}'),
-        ],
-        "echo",
-    )
-
-
-def append_line(p: Pool, name: str) -> TaskSpec:
-    path, old, text = f"/app/{p.word()}.{p.ext()}", p.lines(p.rng.randint(3, 6)), f"{p.word()} {p.number()}"
-    n = len(old)
-    return _spec(
-        name,
-        f"Append the line `{text}` to the end of {path}.\n",
-        _data(path, old),
-        f"echo {q(text)} >> {path}\n",
-        [
-            ("file_exists", f"test -f {path}"),
-            ("last_line", f'test "$(tail -n 1 {path})" = {q(text)}'),
-            ("one_more_line", f'test "$(wc -l < {path})" -eq {n + 1}'),
-            ("old_lines_kept", f'test "$(head -n {n} {path} | tail -n 1)" = {q(old[-1])}'),
-        ],
-        "append",
-    )
-
-
-def copy_file(p: Pool, name: str) -> TaskSpec:
-    a, b = p.words(2)
-    src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
-    lines = p.lines(4)
-    return _spec(
-        name,
-        f"Copy {src} to {dst}.\n",
-        _data(src, lines),
-        f"cp {src} {dst}\n",
-        [
-            ("copy_exists", f"test -f {dst}"),
-            ("copy_identical", f"cmp -s {src} {dst}"),
-            ("original_kept", f'test "$(wc -l < {src})" -eq {len(lines)}'),
-        ],
-        "cp",
-    )
-
-
-def move_file(p: Pool, name: str) -> TaskSpec:
-    a, b = p.words(2)
-    src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
-    lines = p.lines(3)
-    return _spec(
-        name,
-        f"Rename {src} to {dst}.\n",
-        _data(src, lines),
-        f"mv {src} {dst}\n",
-        [
-            ("new_name_exists", f"test -f {dst}"),
-            ("old_name_gone", f"test ! -e {src}"),
-            ("content_kept", f'test "$(head -n 1 {dst})" = {q(lines[0])}'),
-        ],
-        "mv",
-    )
-
-
-def count_lines(p: Pool, name: str) -> TaskSpec:
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
-    n = p.rng.randint(3, 30)
-    return _spec(
-        name,
-        f"Count the lines of {src} and write the number to {out}.\n",
-        _data(src, p.lines(n)),
-        f"wc -l < {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-        ],
-        "wc",
-    )
-
-
-def _first_or_last(p: Pool, name: str, end: str) -> TaskSpec:
-    """head-lines and tail-lines: the first or the last k lines of a file."""
-    tool = "head" if end == "first" else "tail"
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_{tool}.txt"
-    lines = p.lines(p.rng.randint(8, 14))
-    k = p.rng.randint(2, 5)
-    kept = lines[:k] if end == "first" else lines[-k:]
-    return _spec(
-        name,
-        f"Write the {end} {k} lines of {src} to {out}.\n",
-        _data(src, lines),
-        f"{tool} -n {k} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            (f"has_{k}_lines", f'test "$(wc -l < {out})" -eq {k}'),
-            ("first_line", f'test "$(head -n 1 {out})" = {q(kept[0])}'),
-            ("last_line", f'test "$(tail -n 1 {out})" = {q(kept[-1])}'),
-        ],
-        tool,
-    )
-
-
-def head_lines(p: Pool, name: str) -> TaskSpec:
-    return _first_or_last(p, name, "first")
-
-
-def tail_lines(p: Pool, name: str) -> TaskSpec:
-    return _first_or_last(p, name, "last")
-
-
-def grep_count(p: Pool, name: str) -> TaskSpec:
-    target, *others = p.words(4)
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_matches.txt"
-    lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(p.rng.randint(10, 20))]
-    n = sum(line.split()[0] == target for line in lines)
-    return _spec(
-        name,
-        f"Count the lines of {src} that contain the word {target} and write the number to {out}.\n",
-        _data(src, lines),
-        f"grep -c {target} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-        ],
-        "grep",
-    )
-
-
-def grep_lines(p: Pool, name: str) -> TaskSpec:
-    target, *others = p.words(3)
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_lines.txt"
-    lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(12)]
-    if not any(line.startswith(target) for line in lines):
-        lines[0] = f"{target} {p.number()}"
-    hits = [line for line in lines if line.split()[0] == target]
-    return _spec(
-        name,
-        f"Write the lines of {src} that contain the word {target} to {out}.\n",
-        _data(src, lines),
-        f"grep {target} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            (f"has_{len(hits)}_lines", f'test "$(wc -l < {out})" -eq {len(hits)}'),
-            ("only_matching_lines", f"! grep -v {target} {out}"),
-        ],
-        "grep",
-    )
-
-
-def sort_file(p: Pool, name: str) -> TaskSpec:
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_sorted.txt"
-    words = p.words(p.rng.randint(5, 8))
-    return _spec(
-        name,
-        f"Sort the lines of {src} alphabetically and write them to {out}.\n",
-        _data(src, words),
-        f"sort {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("is_sorted", f"sort -c {out}"),
-            ("same_lines", f'test "$(sort {src})" = "$(cat {out})"'),
-            ("first_line", f'test "$(head -n 1 {out})" = {q(sorted(words)[0])}'),
-        ],
-        "sort",
-    )
-
-
-def cut_column(p: Pool, name: str) -> TaskSpec:
-    src, out = f"/app/{p.word()}.csv", f"/app/{p.word()}_column.txt"
-    rows = [f"{p.word()},{p.number()},{p.word()}" for _ in range(p.rng.randint(4, 8))]
-    col = p.rng.choice([1, 2, 3])
-    values = [r.split(",")[col - 1] for r in rows]
-    return _spec(
-        name,
-        f"{src} has comma-separated fields. Write field {col} of every line to {out}.\n",
-        _data(src, rows),
-        f"cut -d, -f{col} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            (f"has_{len(rows)}_lines", f'test "$(wc -l < {out})" -eq {len(rows)}'),
-            ("first_value", f'test "$(head -n 1 {out})" = {q(values[0])}'),
-            ("no_commas", f"! grep -q , {out}"),
-        ],
-        "cut",
-    )
-
-
-def sed_replace(p: Pool, name: str) -> TaskSpec:
-    old, new, other = p.words(3)
-    path = f"/app/{p.word()}.{p.ext()}"
-    lines = [f"{p.rng.choice([old, other])} {p.number()}" for _ in range(8)]
-    lines[0] = f"{old} {p.number()}"
-    n_old = sum(line.split()[0] == old for line in lines)
-    return _spec(
-        name,
-        f"In {path}, replace every {old} with {new}.\n",
-        _data(path, lines),
-        f"sed -i 's/{old}/{new}/g' {path}\n",
-        [
-            ("file_exists", f"test -f {path}"),
-            (f"no_{old}_left", f"! grep -q {old} {path}"),
-            (f"{n_old}_{new}", f'test "$(grep -c {new} {path})" -eq {n_old}'),
-            ("line_count_kept", f'test "$(wc -l < {path})" -eq {len(lines)}'),
-        ],
-        "sed",
-    )
-
-
-def count_files(p: Pool, name: str) -> TaskSpec:
-    folder, out = f"/app/{p.word()}", f"/app/{p.word()}_files.txt"
-    ext, other = p.rng.sample(EXTENSIONS[p.split], 2)
-    n, m = p.rng.randint(2, 7), p.rng.randint(1, 4)
-    setup = f"mkdir -p {folder}\n" + "".join(f"touch {folder}/f{i}.{ext}\n" for i in range(n))
-    setup += "".join(f"touch {folder}/g{i}.{other}\n" for i in range(m))
-    return _spec(
-        name,
-        f"Count the .{ext} files in {folder} and write the number to {out}.\n",
-        setup,
-        f"ls {folder}/*.{ext} | wc -l > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-        ],
-        "find",
-    )
-
-
-def make_executable(p: Pool, name: str) -> TaskSpec:
-    path, text = f"/app/{p.word()}.sh", f"{p.word()} {p.number()}"
-    setup = f"printf '#!/bin/sh\\necho %s\\n' {q(text)} > {path}\nchmod 644 {path}\n"
-    return _spec(
-        name,
-        f"Make the script {path} executable.\n",
-        setup,
-        f"chmod +x {path}\n",
-        [
-            ("script_exists", f"test -f {path}"),
-            ("is_executable", f"test -x {path}"),
-            ("still_runs", f'test "$({path})" = {q(text)}'),
-        ],
-        "chmod",
-    )
-
-
-def make_dirs(p: Pool, name: str) -> TaskSpec:
-    parts = p.words(3)
-    path = "/app/" + "/".join(parts)
-    return _spec(
-        name,
-        f"Create the directory {path}, with its parent directories.\n",
-        "",
-        f"mkdir -p {path}\n",
-        [
-            ("top_exists", f"test -d /app/{parts[0]}"),
-            ("middle_exists", f"test -d /app/{parts[0]}/{parts[1]}"),
-            ("full_path_exists", f"test -d {path}"),
-        ],
-        "mkdir",
-    )
-
-
-def tar_folder(p: Pool, name: str) -> TaskSpec:
-    folder, archive = p.word(), f"/app/{p.word()}.tar.gz"
-    files = [f"{w}.{p.ext()}" for w in p.words(3)]
-    setup = f"mkdir -p /app/{folder}\n" + "".join(f"echo {p.number()} > /app/{folder}/{f}\n" for f in files)
-    return _spec(
-        name,
-        f"Create the gzip-compressed tar archive {archive} of the directory /app/{folder}.\n",
-        setup,
-        f"tar -czf {archive} -C /app {folder}\n",
-        [
-            ("archive_exists", f"test -f {archive}"),
-            ("is_gzip_tar", f"tar -tzf {archive} > /dev/null"),
-            ("has_the_files", f"tar -tzf {archive} | grep -q {q(files[0])}"),
-            ("folder_kept", f"test -f /app/{folder}/{files[0]}"),
-        ],
-        "tar",
-    )
-
-
-def arithmetic(p: Pool, name: str) -> TaskSpec:
-    a, b, out = p.number(), p.number(), f"/app/{p.word()}_sum.txt"
-    return _spec(
-        name,
-        f"Write the sum of {a} and {b} to {out}.\n",
-        "",
-        f"echo $(({a} + {b})) > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"sum_is_{a + b}", f'test "$(tr -d "[:space:]" < {out})" = {a + b}'),
-        ],
-        "arithmetic",
-    )
-
-
-FAMILIES: dict[str, Callable[[Pool, str], TaskSpec]] = {
-    fn.__name__.replace("_", "-"): fn
-    for fn in (
-        echo_line,
-        append_line,
-        copy_file,
-        move_file,
-        count_lines,
-        head_lines,
-        tail_lines,
-        grep_count,
-        grep_lines,
-        sort_file,
-        cut_column,
-        sed_replace,
-        count_files,
-        make_executable,
-        make_dirs,
-        tar_folder,
-        arithmetic,
-    )
-}
+__all__ = [
+    "DEFAULT_SUITE",
+    "EVAL_SEED",
+    "EXTENSIONS",
+    "FAMILIES",
+    "NUMBER_RANGES",
+    "SPLITS",
+    "SUITE_PREFIX",
+    "TRAIN_SEED",
+    "WORD_POOLS",
+    "CurriculumError",
+    "Pool",
+    "generate",
+    "instance",
+    "materialize",
+    "parse_suite_spec",
+]
 
 
 class CurriculumError(ValueError):
@@ -411,8 +49,8 @@ def instance(family: str, split: str, seed: int, index: int) -> TaskSpec:
         raise CurriculumError(f"unknown family {family!r}; families: {', '.join(FAMILIES)}")
     if split not in SPLITS:
         raise CurriculumError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
-    pool = Pool(split, random.Random(f"{family}/{split}/{seed}/{index}"))
-    return FAMILIES[family](pool, f"{family}-{split}-s{seed}-{index:04d}")
+    name = f"{family}-{split}-s{seed}-{index:04d}"
+    return FAMILIES.instance(family, f"{family}/{split}/{seed}/{index}", name=name, split=split, index=index)
 
 
 def generate(families: list[str], instances: int, split: str, seed: int, dest: Path) -> list[Path]:

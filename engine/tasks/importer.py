@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from engine.paths import resolve_paths
+from engine.config.paths import resolve_paths
 
 TB_AGENT_TIMEOUT = 180
 TB_TEST_TIMEOUT = 30

@@ -3,7 +3,8 @@
 `write_task` lays a `TaskSpec` out in the native layout (task.toml, instruction.md,
 environment/setup.sh, solution/solve.sh, tests/test.sh). The verifier runs each check as one
 CTRF test, writes reward.txt (1 only when every check passes) and carries the canary string.
-Used by the built-in suite's generator (assets/generate.py) and the curriculum (curriculum.py).
+Used by the built-in suite (builtin_suite.py, run by assets/generate.py) and the curriculum
+(curriculum.py), whose families are in engine/tasks/families/.
 """
 
 from __future__ import annotations

@@ -1,0 +1,8 @@
+"""Task families, all declared one way (`registry.py`): the curriculum's one-command families
+(`one_command.py`) and the built-in suite's, by tier (`builtin_trivial_easy.py`,
+`builtin_medium_hard.py`). `engine/tasks/curriculum.py` and `engine/tasks/builtin_suite.py` draw
+and write their instances."""
+
+from engine.tasks.families.registry import Draw, Families
+
+__all__ = ["Draw", "Families"]

@@ -1,0 +1,384 @@
+"""The curriculum's families: one-command (or one short pipeline) tasks at the bundled model's
+frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find, chmod, tar,
+arithmetic.
+
+Train and eval instances never share parameters: their file and directory names, words and
+numbers come from disjoint pools, so no instruction text of one split appears in the other
+(tests/test_curriculum.py checks both). Every family has 3 to 5 checks, so a partial answer
+earns partial credit, never success. `engine/tasks/curriculum.py` draws and writes instances.
+"""
+
+from __future__ import annotations
+
+from engine.tasks.families.registry import Draw, Families
+from engine.tasks.spec import WORDS, TaskSpec, q
+
+# Disjoint pools per split: a train instance and an eval instance never share a name or a word.
+WORD_POOLS = {"train": WORDS[:16], "eval": WORDS[16:] + ("alder", "basil", "cedar", "dune", "fennel", "glacier")}
+NUMBER_RANGES = {"train": (2, 49), "eval": (51, 98)}
+EXTENSIONS = {"train": ("txt", "log", "csv"), "eval": ("dat", "out", "lst")}
+SPLITS = ("train", "eval")
+
+
+class Pool(Draw):
+    """A draw that knows what its split may draw from."""
+
+    def word(self) -> str:
+        return self.rng.choice(WORD_POOLS[self.split])
+
+    def words(self, k: int) -> list[str]:
+        return self.rng.sample(WORD_POOLS[self.split], k)
+
+    def number(self) -> int:
+        low, high = NUMBER_RANGES[self.split]
+        return self.rng.randint(low, high)
+
+    def ext(self) -> str:
+        return self.rng.choice(EXTENSIONS[self.split])
+
+    def lines(self, n: int) -> list[str]:
+        return [f"{self.word()} {self.number()}" for _ in range(n)]
+
+
+# Declaration order is the order `trsi-tui tasks generate --family all` writes them in.
+FAMILIES = Families(Pool)
+
+
+def _data(path: str, lines: list[str]) -> str:
+    return f"cat > {path} <<'DATA'\n" + "".join(line + "\n" for line in lines) + "DATA\n"
+
+
+def _spec(name: str, instruction: str, setup: str, solve: str, checks: list[tuple[str, str]], tag: str) -> TaskSpec:
+    return TaskSpec(
+        name=name,
+        instruction=instruction,
+        setup="mkdir -p /app\n" + setup,
+        solve=solve,
+        checks=checks,
+        difficulty="basic",
+        category="curriculum",
+        tags=[tag],
+        agent_timeout=90,
+    )
+
+
+@FAMILIES.family
+def echo_line(p: Pool) -> TaskSpec:
+    path, text = f"/app/{p.word()}.{p.ext()}", f"{p.word()} {p.word()} {p.number()}"
+    return _spec(
+        p.name,
+        f"Write the line `{text}` to the file {path}.\n",
+        "",
+        f"echo {q(text)} > {path}\n",
+        [
+            ("file_exists", f"test -f {path}"),
+            ("text_present", f"grep -qF {q(text)} {path}"),
+            ("exact_content", f'test "$(cat {path})" = {q(text)}'),
+        ],
+        "echo",
+    )
+
+
+@FAMILIES.family
+def append_line(p: Pool) -> TaskSpec:
+    path, old, text = f"/app/{p.word()}.{p.ext()}", p.lines(p.rng.randint(3, 6)), f"{p.word()} {p.number()}"
+    n = len(old)
+    return _spec(
+        p.name,
+        f"Append the line `{text}` to the end of {path}.\n",
+        _data(path, old),
+        f"echo {q(text)} >> {path}\n",
+        [
+            ("file_exists", f"test -f {path}"),
+            ("last_line", f'test "$(tail -n 1 {path})" = {q(text)}'),
+            ("one_more_line", f'test "$(wc -l < {path})" -eq {n + 1}'),
+            ("old_lines_kept", f'test "$(head -n {n} {path} | tail -n 1)" = {q(old[-1])}'),
+        ],
+        "append",
+    )
+
+
+@FAMILIES.family
+def copy_file(p: Pool) -> TaskSpec:
+    a, b = p.words(2)
+    src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
+    lines = p.lines(4)
+    return _spec(
+        p.name,
+        f"Copy {src} to {dst}.\n",
+        _data(src, lines),
+        f"cp {src} {dst}\n",
+        [
+            ("copy_exists", f"test -f {dst}"),
+            ("copy_identical", f"cmp -s {src} {dst}"),
+            ("original_kept", f'test "$(wc -l < {src})" -eq {len(lines)}'),
+        ],
+        "cp",
+    )
+
+
+@FAMILIES.family
+def move_file(p: Pool) -> TaskSpec:
+    a, b = p.words(2)
+    src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
+    lines = p.lines(3)
+    return _spec(
+        p.name,
+        f"Rename {src} to {dst}.\n",
+        _data(src, lines),
+        f"mv {src} {dst}\n",
+        [
+            ("new_name_exists", f"test -f {dst}"),
+            ("old_name_gone", f"test ! -e {src}"),
+            ("content_kept", f'test "$(head -n 1 {dst})" = {q(lines[0])}'),
+        ],
+        "mv",
+    )
+
+
+@FAMILIES.family
+def count_lines(p: Pool) -> TaskSpec:
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
+    n = p.rng.randint(3, 30)
+    return _spec(
+        p.name,
+        f"Count the lines of {src} and write the number to {out}.\n",
+        _data(src, p.lines(n)),
+        f"wc -l < {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
+            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+        ],
+        "wc",
+    )
+
+
+def _first_or_last(p: Pool, end: str) -> TaskSpec:
+    """head-lines and tail-lines: the first or the last k lines of a file."""
+    tool = "head" if end == "first" else "tail"
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_{tool}.txt"
+    lines = p.lines(p.rng.randint(8, 14))
+    k = p.rng.randint(2, 5)
+    kept = lines[:k] if end == "first" else lines[-k:]
+    return _spec(
+        p.name,
+        f"Write the {end} {k} lines of {src} to {out}.\n",
+        _data(src, lines),
+        f"{tool} -n {k} {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            (f"has_{k}_lines", f'test "$(wc -l < {out})" -eq {k}'),
+            ("first_line", f'test "$(head -n 1 {out})" = {q(kept[0])}'),
+            ("last_line", f'test "$(tail -n 1 {out})" = {q(kept[-1])}'),
+        ],
+        tool,
+    )
+
+
+@FAMILIES.family
+def head_lines(p: Pool) -> TaskSpec:
+    return _first_or_last(p, "first")
+
+
+@FAMILIES.family
+def tail_lines(p: Pool) -> TaskSpec:
+    return _first_or_last(p, "last")
+
+
+@FAMILIES.family
+def grep_count(p: Pool) -> TaskSpec:
+    target, *others = p.words(4)
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_matches.txt"
+    lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(p.rng.randint(10, 20))]
+    n = sum(line.split()[0] == target for line in lines)
+    return _spec(
+        p.name,
+        f"Count the lines of {src} that contain the word {target} and write the number to {out}.\n",
+        _data(src, lines),
+        f"grep -c {target} {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
+            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+        ],
+        "grep",
+    )
+
+
+@FAMILIES.family
+def grep_lines(p: Pool) -> TaskSpec:
+    target, *others = p.words(3)
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_lines.txt"
+    lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(12)]
+    if not any(line.startswith(target) for line in lines):
+        lines[0] = f"{target} {p.number()}"
+    hits = [line for line in lines if line.split()[0] == target]
+    return _spec(
+        p.name,
+        f"Write the lines of {src} that contain the word {target} to {out}.\n",
+        _data(src, lines),
+        f"grep {target} {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            (f"has_{len(hits)}_lines", f'test "$(wc -l < {out})" -eq {len(hits)}'),
+            ("only_matching_lines", f"! grep -v {target} {out}"),
+        ],
+        "grep",
+    )
+
+
+@FAMILIES.family
+def sort_file(p: Pool) -> TaskSpec:
+    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_sorted.txt"
+    words = p.words(p.rng.randint(5, 8))
+    return _spec(
+        p.name,
+        f"Sort the lines of {src} alphabetically and write them to {out}.\n",
+        _data(src, words),
+        f"sort {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            ("is_sorted", f"sort -c {out}"),
+            ("same_lines", f'test "$(sort {src})" = "$(cat {out})"'),
+            ("first_line", f'test "$(head -n 1 {out})" = {q(sorted(words)[0])}'),
+        ],
+        "sort",
+    )
+
+
+@FAMILIES.family
+def cut_column(p: Pool) -> TaskSpec:
+    src, out = f"/app/{p.word()}.csv", f"/app/{p.word()}_column.txt"
+    rows = [f"{p.word()},{p.number()},{p.word()}" for _ in range(p.rng.randint(4, 8))]
+    col = p.rng.choice([1, 2, 3])
+    values = [r.split(",")[col - 1] for r in rows]
+    return _spec(
+        p.name,
+        f"{src} has comma-separated fields. Write field {col} of every line to {out}.\n",
+        _data(src, rows),
+        f"cut -d, -f{col} {src} > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            (f"has_{len(rows)}_lines", f'test "$(wc -l < {out})" -eq {len(rows)}'),
+            ("first_value", f'test "$(head -n 1 {out})" = {q(values[0])}'),
+            ("no_commas", f"! grep -q , {out}"),
+        ],
+        "cut",
+    )
+
+
+@FAMILIES.family
+def sed_replace(p: Pool) -> TaskSpec:
+    old, new, other = p.words(3)
+    path = f"/app/{p.word()}.{p.ext()}"
+    lines = [f"{p.rng.choice([old, other])} {p.number()}" for _ in range(8)]
+    lines[0] = f"{old} {p.number()}"
+    n_old = sum(line.split()[0] == old for line in lines)
+    return _spec(
+        p.name,
+        f"In {path}, replace every {old} with {new}.\n",
+        _data(path, lines),
+        f"sed -i 's/{old}/{new}/g' {path}\n",
+        [
+            ("file_exists", f"test -f {path}"),
+            (f"no_{old}_left", f"! grep -q {old} {path}"),
+            (f"{n_old}_{new}", f'test "$(grep -c {new} {path})" -eq {n_old}'),
+            ("line_count_kept", f'test "$(wc -l < {path})" -eq {len(lines)}'),
+        ],
+        "sed",
+    )
+
+
+@FAMILIES.family
+def count_files(p: Pool) -> TaskSpec:
+    folder, out = f"/app/{p.word()}", f"/app/{p.word()}_files.txt"
+    ext, other = p.rng.sample(EXTENSIONS[p.split], 2)
+    n, m = p.rng.randint(2, 7), p.rng.randint(1, 4)
+    setup = f"mkdir -p {folder}\n" + "".join(f"touch {folder}/f{i}.{ext}\n" for i in range(n))
+    setup += "".join(f"touch {folder}/g{i}.{other}\n" for i in range(m))
+    return _spec(
+        p.name,
+        f"Count the .{ext} files in {folder} and write the number to {out}.\n",
+        setup,
+        f"ls {folder}/*.{ext} | wc -l > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
+            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+        ],
+        "find",
+    )
+
+
+@FAMILIES.family
+def make_executable(p: Pool) -> TaskSpec:
+    path, text = f"/app/{p.word()}.sh", f"{p.word()} {p.number()}"
+    setup = f"printf '#!/bin/sh\\necho %s\\n' {q(text)} > {path}\nchmod 644 {path}\n"
+    return _spec(
+        p.name,
+        f"Make the script {path} executable.\n",
+        setup,
+        f"chmod +x {path}\n",
+        [
+            ("script_exists", f"test -f {path}"),
+            ("is_executable", f"test -x {path}"),
+            ("still_runs", f'test "$({path})" = {q(text)}'),
+        ],
+        "chmod",
+    )
+
+
+@FAMILIES.family
+def make_dirs(p: Pool) -> TaskSpec:
+    parts = p.words(3)
+    path = "/app/" + "/".join(parts)
+    return _spec(
+        p.name,
+        f"Create the directory {path}, with its parent directories.\n",
+        "",
+        f"mkdir -p {path}\n",
+        [
+            ("top_exists", f"test -d /app/{parts[0]}"),
+            ("middle_exists", f"test -d /app/{parts[0]}/{parts[1]}"),
+            ("full_path_exists", f"test -d {path}"),
+        ],
+        "mkdir",
+    )
+
+
+@FAMILIES.family
+def tar_folder(p: Pool) -> TaskSpec:
+    folder, archive = p.word(), f"/app/{p.word()}.tar.gz"
+    files = [f"{w}.{p.ext()}" for w in p.words(3)]
+    setup = f"mkdir -p /app/{folder}\n" + "".join(f"echo {p.number()} > /app/{folder}/{f}\n" for f in files)
+    return _spec(
+        p.name,
+        f"Create the gzip-compressed tar archive {archive} of the directory /app/{folder}.\n",
+        setup,
+        f"tar -czf {archive} -C /app {folder}\n",
+        [
+            ("archive_exists", f"test -f {archive}"),
+            ("is_gzip_tar", f"tar -tzf {archive} > /dev/null"),
+            ("has_the_files", f"tar -tzf {archive} | grep -q {q(files[0])}"),
+            ("folder_kept", f"test -f /app/{folder}/{files[0]}"),
+        ],
+        "tar",
+    )
+
+
+@FAMILIES.family
+def arithmetic(p: Pool) -> TaskSpec:
+    a, b, out = p.number(), p.number(), f"/app/{p.word()}_sum.txt"
+    return _spec(
+        p.name,
+        f"Write the sum of {a} and {b} to {out}.\n",
+        "",
+        f"echo $(({a} + {b})) > {out}\n",
+        [
+            ("output_exists", f"test -f {out}"),
+            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
+            (f"sum_is_{a + b}", f'test "$(tr -d "[:space:]" < {out})" = {a + b}'),
+        ],
+        "arithmetic",
+    )
