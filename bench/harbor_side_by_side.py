@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.config import parse_config
-from engine.paths import builtin_tasks_dir
+from engine.config.paths import builtin_tasks_dir
 from engine.rollout.agents import OracleAgent
 from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.tasks import load_suite

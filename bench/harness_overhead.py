@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from report import write_results
 
 from engine.config import Config
-from engine.paths import builtin_tasks_dir
+from engine.config.paths import builtin_tasks_dir
 from engine.policy import load_policy
 from engine.rollout.harnesses import get_harness
 from engine.rollout.model_agent import ModelAgent
@@ -59,7 +59,7 @@ def run(policy, tasks, harness: str, max_turns: int, concurrency: int):
 
     def agent(i: int):
         return lambda: ModelAgent(
-            policy, get_harness(harness), temperature=0.7, seed=i, max_turns=max_turns, max_tokens_per_turn=128
+            policy, get_harness(harness), temperature=0.7, seed=i, max_turns=max_turns, max_reply_tokens=128
         )
 
     t = time.perf_counter()

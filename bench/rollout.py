@@ -224,7 +224,7 @@ def episodes(
 ) -> dict:
     """One configuration (run in a child process): episodes/min, tokens, and each episode's tokens."""
     from engine.config import Config
-    from engine.paths import builtin_tasks_dir
+    from engine.config.paths import builtin_tasks_dir
     from engine.policy import load_policy
     from engine.rollout.harnesses import get_harness
     from engine.rollout.model_agent import ModelAgent
@@ -243,7 +243,7 @@ def episodes(
 
     def agent(i: int):
         return lambda: ModelAgent(
-            policy, get_harness(harness), temperature=0.8, seed=i, max_turns=3, max_tokens_per_turn=max_reply_tokens
+            policy, get_harness(harness), temperature=0.8, seed=i, max_turns=3, max_reply_tokens=max_reply_tokens
         )
 
     t = time.perf_counter()

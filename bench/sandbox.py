@@ -26,7 +26,7 @@ from report import write_results
 from timing import ms
 
 from engine.config import Config
-from engine.paths import builtin_tasks_dir
+from engine.config.paths import builtin_tasks_dir
 from engine.rollout.agents import OracleAgent
 from engine.rollout.runner import EpisodeJob, EpisodeRunner
 from engine.tasks import load_suite

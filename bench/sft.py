@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def make_samples(tokenizer_policy, repeat: int):
-    from engine.paths import builtin_tasks_dir
+    from engine.config.paths import builtin_tasks_dir
     from engine.rollout.harnesses import get_harness
     from engine.store.records import Provenance, Sample
     from engine.tasks import load_suite

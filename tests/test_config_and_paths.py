@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, parse_config
-from engine.paths import resolve_paths
+from engine.config.paths import resolve_paths
 
 
 def test_defaults_and_the_commented_template_agree():
@@ -52,7 +52,7 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
     import logging
     import warnings
 
-    from engine.logs import LOG_FILE, setup_logging
+    from engine.config.logs import LOG_FILE, setup_logging
 
     logging.captureWarnings(False)  # an earlier test's engine may have captured them already
     path = setup_logging(tmp_path / "logs")
@@ -75,9 +75,9 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
             if handler.__class__.__name__ == "_LogFile":
                 root.removeHandler(handler)
                 handler.close()
-        import engine.logs
+        import engine.config.logs
 
-        engine.logs._configured = None  # noqa: SLF001 - the next test's home gets its own file
+        engine.config.logs._configured = None  # noqa: SLF001 - the next test's home gets its own file
 
 
 def test_training_seeds_parse_and_bad_ones_are_refused():

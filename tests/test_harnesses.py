@@ -109,7 +109,7 @@ def test_truncate_middle_is_utf8_safe():
 
 
 def test_fewshot_examples_teach_the_format_without_any_suite_task():
-    from engine.paths import builtin_tasks_dir
+    from engine.config.paths import builtin_tasks_dir
     from engine.tasks import load_suite
 
     h = get_harness("xml-bash-fewshot")

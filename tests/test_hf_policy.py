@@ -110,7 +110,7 @@ def test_a_real_episode_with_transformers_is_recorded_token_for_token(hf, tmp_pa
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
 
     def agent() -> ModelAgent:
-        return ModelAgent(hf, get_harness("xml-bash"), temperature=0.7, seed=4, max_turns=2, max_tokens_per_turn=48)
+        return ModelAgent(hf, get_harness("xml-bash"), temperature=0.7, seed=4, max_turns=2, max_reply_tokens=48)
 
     _, (result,) = runner.run(
         [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from engine.logs import SafeFormatter
+from engine.config.logs import SafeFormatter
 from engine.tasks import load_suite, load_task
 from engine.tasks.importer import TaskImportError, convert_classic, import_tasks
 from engine.tasks.task import TaskLoadError

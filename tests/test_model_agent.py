@@ -64,7 +64,7 @@ def test_a_real_episode_is_recorded_token_for_token(policy, harness: str, tmp_pa
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
 
     def agent() -> ModelAgent:
-        return ModelAgent(policy, get_harness(harness), temperature=0.7, seed=3, max_turns=3, max_tokens_per_turn=96)
+        return ModelAgent(policy, get_harness(harness), temperature=0.7, seed=3, max_turns=3, max_reply_tokens=96)
 
     run_id, (result,) = runner.run(
         [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
@@ -126,7 +126,7 @@ def test_each_turn_is_emitted_as_a_typed_event(policy):
     bus.subscribe(lambda e: seen.append(e) if isinstance(e, AgentStepTaken) else None)
     r = run_episode(
         load_task(EXAMPLE_TASK),
-        ModelAgent(policy, get_harness("xml-bash"), seed=1, max_turns=2, max_tokens_per_turn=32),
+        ModelAgent(policy, get_harness("xml-bash"), seed=1, max_turns=2, max_reply_tokens=32),
         config=Config(),
         bus=bus,
     )
@@ -163,7 +163,7 @@ def test_export_jsonl_and_atif_carry_tokens_and_outcome(policy, tmp_path: Path):
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
 
     def agent() -> ModelAgent:
-        return ModelAgent(policy, get_harness("terminus-json"), seed=5, max_turns=2, max_tokens_per_turn=64)
+        return ModelAgent(policy, get_harness("terminus-json"), seed=5, max_turns=2, max_reply_tokens=64)
 
     run_id, (result,) = runner.run(
         [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
@@ -244,7 +244,7 @@ def test_an_openai_compatible_server_acts_through_a_harness(llama_server: str, t
     runner = EpisodeRunner(config=Config(), backend="local", store=store, bus=None)
 
     def agent() -> ModelAgent:
-        return ModelAgent(remote, get_harness("xml-bash"), temperature=0.7, seed=2, max_turns=2, max_tokens_per_turn=64)
+        return ModelAgent(remote, get_harness("xml-bash"), temperature=0.7, seed=2, max_turns=2, max_reply_tokens=64)
 
     _, (result,) = runner.run(
         [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1
@@ -340,7 +340,7 @@ def test_a_primed_reply_continues_the_harness_prefix_which_is_prompt_not_sample(
     harness = get_harness("fenced-bash-primed")
 
     def agent() -> ModelAgent:
-        return ModelAgent(policy, harness, temperature=0.7, seed=5, max_turns=2, max_tokens_per_turn=48)
+        return ModelAgent(policy, harness, temperature=0.7, seed=5, max_turns=2, max_reply_tokens=48)
 
     _, (result,) = runner.run(
         [EpisodeJob(load_task(EXAMPLE_TASK), agent)], kind="eval", agent_label="model", tasks_path="x", concurrency=1

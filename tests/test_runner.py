@@ -73,7 +73,7 @@ def test_cancel_stops_live_sandboxes_and_marks_the_run(tmp_path: Path, store: St
 
 
 def test_each_task_samples_with_a_seed_of_its_own():
-    from engine.stage import task_seed
+    from engine.keys import task_seed
 
     seeds = {task_seed(1000, f"copy-file-train-s0-{i:04d}") for i in range(200)}
     assert len(seeds) == 200  # no two tasks share their random numbers

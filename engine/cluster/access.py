@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import ClusterConfig
-from engine.paths import resolve_paths
+from engine.config.paths import resolve_paths
 
 log = logging.getLogger(__name__)
 

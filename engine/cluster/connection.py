@@ -33,12 +33,12 @@ def connect(settings: ClusterConfig):
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    from engine.logs import quiet_libraries
+    from engine.config.logs import quiet_libraries
 
     from .access import loopback_kept, prepare_join, prepare_local
 
     quiet_libraries()  # Ray's loggers (set up on import) write to the log file, not over the output
-    # Ray logs to our log file (engine.logs), not over the command's output.
+    # Ray logs to our log file (engine.config.logs), not over the command's output.
     options = dict(namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING, configure_logging=False)
     address = settings.address
     refused = (ConnectionError, RuntimeError, ValueError, getattr(ray.exceptions, "AuthenticationError", ValueError))

@@ -105,8 +105,8 @@ class RolloutWorker:
     def __init__(self, node_id: str, slots: int, cpus: int, owner: str) -> None:
         import ray
 
-        from engine.logs import setup_logging
-        from engine.paths import resolve_paths
+        from engine.config.logs import setup_logging
+        from engine.config.paths import resolve_paths
 
         paths = resolve_paths(None).ensure()
         setup_logging(paths.logs_dir)

@@ -23,14 +23,14 @@ from dataclasses import replace
 from engine.events import PipelineProgress
 from engine.pipeline.evaluation import PipelineError, StageEvaluation
 from engine.pipeline.lineage import Lineage
-from engine.stage import StageContext
+from engine.resumable import WorkContext
 from engine.store.records import PIPELINE_STAGES, StageRecord
 
 __all__ = ["Pipeline", "PipelineError", "SeededPipelines"]
 
 
 class Pipeline:
-    def __init__(self, ctx: StageContext, *, stop_after: str | None = None, seed: int | None = None) -> None:
+    def __init__(self, ctx: WorkContext, *, stop_after: str | None = None, seed: int | None = None) -> None:
         """`ctx.policy_loader(spec)` loads every policy the pipeline serves (tests inject a scripted one).
         `stop_after`: run up to and including this stage, then return (the rest stays pending).
         `seed`: the training seed, whose lineage this runs (default `[pipeline] seed`)."""
@@ -147,7 +147,7 @@ class Pipeline:
 
         first = self.lineage.round_id(1)
         critic_from = RprStage.latest_checkpoint(self.ctx.checkpoints_dir, round_ - 1) if round_ > first else None
-        report = self._run(RprStage(self.ctx, round=round_, model=parent, critic_from=critic_from))
+        report = self._run(RprStage(self.ctx, number=round_, model=parent, critic_from=critic_from))
         lineage = {
             "kind": "rpr",
             "parent": parent,
@@ -174,7 +174,7 @@ class Pipeline:
 class SeededPipelines:
     """The pipeline once per training seed, one lineage after the other; each resumes on its own."""
 
-    def __init__(self, ctx: StageContext, seeds: list[int], *, stop_after: str | None = None) -> None:
+    def __init__(self, ctx: WorkContext, seeds: list[int], *, stop_after: str | None = None) -> None:
         self.ctx, self.seeds, self.stop_after = ctx, list(seeds), stop_after
         self._active: Pipeline | None = None
 

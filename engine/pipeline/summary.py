@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.keys import EvalKey, eval_scope
 from engine.pipeline.lineage import Lineage
 from engine.stats import Interval, bootstrap_over_seeds
 from engine.store import Store
@@ -27,15 +28,15 @@ class StageOverSeeds:
 
 def _task_outcomes(store: Store, stage_key: str) -> dict[str, dict[str, bool]]:
     """task -> {sampling seed: success} of a stage's scored evaluation episodes."""
-    jobs = store.jobs.finished(f"stage/{stage_key}")
+    jobs = store.jobs.finished(eval_scope(stage_key))
     episodes = {e.id: e for e in store.runs.episodes_by_id([j.episode_id for j in jobs.values()])}
     out: dict[str, dict[str, bool]] = {}
     for key, job in jobs.items():
         episode = episodes.get(job.episode_id)
         if episode is None or episode.reward is None:
             continue  # an infrastructure failure: no outcome, as in the stage's own pass@1
-        task, _, sampling_seed = key.rpartition("|")
-        out.setdefault(task, {})[sampling_seed] = bool(episode.success)
+        k = EvalKey.parse(key)
+        out.setdefault(k.task, {})[str(k.sampling_seed)] = bool(episode.success)
     return out
 
 

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from engine.logs import quiet_libraries
+from engine.config.logs import quiet_libraries
 from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Messages, PolicyError, StopAt, Tools
 
 

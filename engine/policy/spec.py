@@ -106,7 +106,7 @@ def load_policy(
     lora = next((Path(o[len("lora=") :]).expanduser() for o in options if o.startswith("lora=")), None)
     path = bundled_model_path(model) if spec.kind == "bundled" else Path(model).expanduser()
     if weights != "as-is":
-        from engine.paths import resolve_paths
+        from engine.config.paths import resolve_paths
         from engine.policy.gguf_weights import reencoded_gguf
 
         path = reencoded_gguf(path, weights, resolve_paths().cache_dir / "models")
@@ -150,7 +150,7 @@ def resolve_hf_base(base: str) -> str:
     """
     if not base.startswith("bundled:"):
         return base
-    from engine.paths import resolve_paths
+    from engine.config.paths import resolve_paths
     from engine.policy.bundled import bundled_model_path
     from engine.policy.hf import plain_checkpoint
 

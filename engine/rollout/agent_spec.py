@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
+from engine.config import AgentSettings
 from engine.rollout.agents import Agent, CommandsAgent, NopAgent, OracleAgent
 from engine.rollout.harnesses.base import WorkedExample
 
@@ -21,11 +22,8 @@ AgentKind = Literal["oracle", "nop", "commands", "model"]
 class AgentSpec:
     kind: AgentKind
     model: str = ""  # the policy's model spec (kind "model")
-    harness: str = ""
-    temperature: float = 0.7
+    settings: AgentSettings | None = None  # how a model agent acts (kind "model")
     seed: int = 0
-    max_turns: int = 20
-    max_reply_tokens: int = 512
     guidance: str | None = None  # an RSR runbook shown to the model
     examples: tuple[WorkedExample, ...] = ()  # worked examples added to the system prompt (RSR explore)
     commands: tuple[str, ...] = ()  # kind "commands"
@@ -38,18 +36,18 @@ class AgentSpec:
             return NopAgent()
         if self.kind == "commands":
             return CommandsAgent(list(self.commands))
-        if policy is None:
-            raise ValueError(f"a model agent needs the policy of {self.model!r}")
+        if policy is None or self.settings is None:
+            raise ValueError(f"a model agent needs the policy of {self.model!r} and its settings")
         from engine.rollout.harnesses import get_harness
         from engine.rollout.model_agent import ModelAgent
 
         return ModelAgent(
             policy,
-            get_harness(self.harness),
-            temperature=self.temperature,
+            get_harness(self.settings.harness),
+            temperature=self.settings.temperature,
             seed=self.seed,
-            max_turns=self.max_turns,
-            max_tokens_per_turn=self.max_reply_tokens,
+            max_turns=self.settings.max_turns,
+            max_reply_tokens=self.settings.max_reply_tokens,
             guidance=self.guidance,
             examples=self.examples,
         )
@@ -65,6 +63,24 @@ class SpecAgentFactory:
 
     def __call__(self) -> Agent:
         return self.spec.build(self.policy)
+
+
+def model_agents(
+    model: str,
+    policy,
+    settings: AgentSettings,
+    *,
+    seed: int,
+    guidance: str | None = None,
+    examples: tuple[WorkedExample, ...] = (),
+) -> SpecAgentFactory:
+    """Model agents of `policy` (loaded from the spec `model`) acting as `settings` say; the
+    factory carries the spec, so a cluster worker can build the same agent on its own replica."""
+    from engine.rollout.harnesses import get_harness
+
+    get_harness(settings.harness)  # fail fast on an unknown harness
+    spec = AgentSpec("model", model=model, settings=settings, seed=seed, guidance=guidance, examples=tuple(examples))
+    return SpecAgentFactory(spec, policy)
 
 
 SCRIPTED_SPECS: dict[type, AgentSpec] = {OracleAgent: AgentSpec("oracle"), NopAgent: AgentSpec("nop")}

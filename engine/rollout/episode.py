@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from engine.config import Config
+from engine.config.paths import resolve_paths
 from engine.events import AgentStepTaken, EpisodePhase, EventBus, SandboxOutput
-from engine.paths import resolve_paths
 from engine.policy.base import PolicyError
 from engine.results import AgentStep, EpisodeResult, EpisodeStatus
 from engine.rollout.agents import Agent, AgentRun

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from engine.config import DEFAULT_AGENT
 from engine.policy.base import PolicyError
 from engine.results import AgentStep
 from engine.rollout.agents import AgentRun, StepListener
@@ -42,10 +43,10 @@ class ModelAgent:
         policy,
         harness: Harness,
         *,
-        temperature: float = 0.7,
+        temperature: float = DEFAULT_AGENT.temperature,
         seed: int | None = None,
-        max_turns: int = 20,
-        max_tokens_per_turn: int = 512,
+        max_turns: int = DEFAULT_AGENT.max_turns,
+        max_reply_tokens: int = DEFAULT_AGENT.max_reply_tokens,
         token_budget: int = 16384,
         guidance: str | None = None,
         examples: tuple[WorkedExample, ...] = (),
@@ -55,7 +56,7 @@ class ModelAgent:
         self.temperature = temperature
         self.seed = seed
         self.max_turns = max_turns
-        self.max_tokens_per_turn = max_tokens_per_turn
+        self.max_reply_tokens = max_reply_tokens
         self.token_budget = token_budget
         self.guidance = guidance  # a runbook shown with the task (RSR replays)
         # Worked examples added to the system prompt (RSR explores with its own successes on
@@ -110,7 +111,7 @@ class ModelAgent:
                 break
             t0 = time.monotonic()
             seed = None if self.seed is None else self.seed * 1000 + turn
-            max_tokens = min(self.max_tokens_per_turn, room)
+            max_tokens = min(self.max_reply_tokens, room)
             # Sampling stops where the harness's action ends: tokens after it would never be read.
             stop = (
                 {"stop_at": lambda text, opened=prefix: self.harness.action_complete(opened + text)}

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 
+from engine.keys import RSR_EXPLORE_SCOPE_LIKE, ExploreKey, rsr_round_of_scope, rsr_scope
 from engine.store.jobs import JobRepository
 from engine.store.records import Provenance, RsrRoundRecord, Sample
 from engine.store.schema import Database, now
-
-# The last field of an explore job's key when the attempt was shown worked examples
-# (engine/rsr/frontier.py: ExploreKey).
-AIDED = "aided"
 
 
 class RsrRepository:
@@ -44,18 +41,18 @@ class RsrRepository:
 
     def jobs(self, round: int, stage: str) -> dict[str, tuple[str, bool]]:
         """Finished jobs of a stage: key -> (episode id, success)."""
-        return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(f"rsr/{round}/{stage}").items()}
+        return {k: (j.episode_id, j.success) for k, j in self._jobs.finished(rsr_scope(round, stage)).items()}
 
     def explore_outcomes(self, round: int) -> dict[str, list[tuple[bool, float]]]:
         """task -> (success, reward) of each explore attempt of RSR round `round`, aided or not."""
         rows = self._d.rows(
             "SELECT j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
             "WHERE j.scope = ? ORDER BY j.rowid",
-            [f"rsr/{round}/explore"],
+            [rsr_scope(round, "explore")],
         )
         found: dict[str, list[tuple[bool, float]]] = {}
         for r in rows:
-            found.setdefault(r["key"].split("|")[0], []).append((bool(r["success"]), r["reward"] or 0.0))
+            found.setdefault(ExploreKey.parse(r["key"]).task, []).append((bool(r["success"]), r["reward"] or 0.0))
         return found
 
     def latest_explore_outcomes(self) -> dict[str, tuple[int, list[tuple[bool, float]]]]:
@@ -63,13 +60,15 @@ class RsrRepository:
         there: attempts shown worked examples (keys ending `|aided`) say little of the pass rate)."""
         rows = self._d.rows(
             "SELECT j.scope, j.key, j.success, e.reward FROM jobs j JOIN episodes e ON e.id = j.episode_id "
-            "WHERE j.scope LIKE 'rsr/%/explore' ORDER BY j.rowid"
+            "WHERE j.scope LIKE ? ORDER BY j.rowid",
+            [RSR_EXPLORE_SCOPE_LIKE],
         )
         found: dict[str, tuple[int, list[tuple[bool, float]]]] = {}
         for r in rows:
-            if r["key"].endswith("|" + AIDED):
+            key = ExploreKey.parse(r["key"])
+            if key.aided:
                 continue
-            round_, task = int(r["scope"].split("/")[1]), r["key"].split("|")[0]
+            round_, task = rsr_round_of_scope(r["scope"]), key.task
             newest, attempts = found.get(task, (round_, []))
             if round_ > newest:
                 newest, attempts = round_, []

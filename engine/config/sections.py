@@ -1,12 +1,10 @@
-"""Typed configuration from a TOML file; unknown keys and bad values are errors that say where."""
+"""The configuration's sections as typed models: each key's type, range and default, written once here."""
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class ConfigError(ValueError):
@@ -56,6 +54,10 @@ class PolicyConfig(_Section):
 
 class EvalConfig(_Section):
     concurrency: int = Field(2, ge=1, le=64)
+    # `trsi-tui eval --agent model` (its --temperature and --max-turns replace these); the
+    # harness is [pipeline] eval_harness.
+    temperature: float = Field(0.7, ge=0.0, le=5.0)
+    max_turns: int = Field(20, ge=1, le=200)
 
 
 class SftSection(_Section):
@@ -259,174 +261,3 @@ class Config(_Section):
     @classmethod
     def _strip(cls, v: str) -> str:
         return v.strip()
-
-
-def _describe(err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "(top level)"
-        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
-        lines.append(f"  {where}: {msg}")
-    return "\n".join(lines)
-
-
-def parse_config(text: str, source: str = "<config>") -> Config:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid configuration:\n{_describe(exc)}") from None
-
-
-def load_config(path: Path) -> Config:
-    """The config at `path`, or the defaults when the file does not exist."""
-    if not path.exists():
-        return Config()
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    return parse_config(text, str(path))
-
-
-DEFAULT_CONFIG_TOML = """\
-# trsi-tui configuration. Every key is optional; these are the defaults.
-
-# Default task suite for commands that take --tasks: a directory, or "curriculum" /
-# "curriculum:TRAIN,EVAL" (the one-command curriculum, TRAIN and EVAL instances per family,
-# generated into the cache); empty: the built-in suite.
-tasks = ""
-
-[sandbox]
-backend = "local"          # local (bubblewrap) or docker
-pids_limit = 512           # per sandbox
-disk_mb = 2048             # size cap of each writable filesystem in a sandbox
-setup_timeout_sec = 300    # environment/setup.sh
-
-[sandbox.docker]
-warm_pool = 0              # started containers kept ready per image (hides start latency)
-
-[sandbox.docker.aliases]   # images that cannot be pulled here -> local images
-# "ubuntu:24.04" = "trsi-tui/base:bookworm"
-
-[reward]
-alpha = 0.5                # partial credit = alpha * passed/total, alpha < 1
-
-[eval]
-concurrency = 2
-
-[policy]
-llama_backend = "batched"  # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
-sequences = 8              # at most this many episodes decode in one batch
-max_reply_tokens = 512     # the most tokens one model reply may have
-gguf_weights = "as-is"     # GGUF weights served as the file has them, or re-encoded as "q8_0"
-
-[cluster]                  # where episodes run (docs/cluster.md)
-engine = "local"           # local (threads of this process) or ray (actors on a Ray cluster)
-address = "auto"           # ray: auto (ray start), ray://HOST:10001, or local (an in-process Ray)
-sandboxes_per_node = 0     # sandboxes a node runs at once; 0 = its CPU count
-bind = "127.0.0.1"         # local: the address the Ray started here binds (127.0.0.1: this machine only)
-token_file = ""            # the cluster's token; empty: <data dir>/cluster/auth_token (local) or Ray's lookup
-
-[rsr]                      # Recursive Self-Rewrite (trsi-tui rsr run)
-approval = "auto"          # auto: approve what both reviews pass; manual: a person decides in the TUI
-attempts = 6               # explore attempts per task and harness, at most
-min_attempts = 2           # every task and harness gets this many before any stops
-target_successes = 2       # a task stops exploring once this many attempts passed every check
-examples = 2               # later attempts see this many of the round's successes on similar tasks (0: none)
-harnesses = ["fenced-bash-primed"]
-nop_floor = true           # more attempts only for partial credit above what a nop episode earns
-split = "train"
-temperature = 0.8
-max_turns = 6
-planner = ""               # model spec; empty = the policy's own model
-reviewer = ""              # model spec; empty = the policy's own model
-reviewer_unparseable = "abstain"  # when the reviewer's reply is not JSON: the deterministic checks decide (or "reject")
-template_fallback = true   # a planner draft that fails the format check becomes a template of the commands
-planner_retries = 2        # more drafts after a first that fails the format check
-runbooks_per_task = 2
-replays = 1                # replays per approved runbook
-explore_fallback = true    # an explore success no replay reproduced becomes a sample itself
-trim_to_verified_prefix = true  # ... cut after the shortest prefix of its commands that passes
-sample_prompt = "as-run"    # the SFT sample's system prompt: "as-run", or "bare" (no worked examples)
-samples_per_task = 2       # SFT's balanced set: at most this many samples per task (0: no cap)
-samples_per_family = 8     # ... and per task family (the curriculum's `family`, else `category`)
-
-[rsr.sft]                  # QLoRA
-rank = 8
-alpha = 16
-learning_rate = 2e-4
-epochs = 3
-min_steps = 0              # a smaller dataset repeats (reshuffled) until this many optimizer steps
-batch_samples = 4
-max_len = 2048
-load_4bit = true
-packing = false            # pack a step's samples into shared rows (block-diagonal mask): less padding
-
-[rpr]                      # Recursive Policy-Refine: PPO (trsi-tui rpr run)
-rounds = 4                 # rounds in which actor and critic train together
-critic_warmup_rounds = 4   # critic-only rounds first (actor frozen); 0 skips the warm-up
-tasks_per_round = 4
-episodes_per_task = 2
-harness = "fenced-bash-primed"
-split = "train"
-temperature = 0.8
-max_turns = 6
-gamma = 1.0
-lam = 1.0
-clip_ratio = 0.2
-clip_value = 0.2
-kl_coef = 0.05
-kl_estimator = "k3"        # k1 or k3
-kl_mode = "loss"           # loss: kl_coef * KL added to the loss; reward: -kl_coef * k1 per token in the reward
-reference = "stage-start"  # the KL reference: the actor as the stage started, or "base" (adapters off)
-actor_lr = 1e-5
-critic_lr = 1e-4
-lr_warmup_steps = 0
-ppo_epochs = 2
-minibatch_episodes = 4
-loss_agg_mode = "token-mean"  # or "seq-mean-token-mean": every episode weighs the same
-frontier_evidence = 4      # a task whose rollouts (this many or more) all succeeded, or all earned 0, leaves the plan
-drop_uniform_groups = true # joint rounds leave out a task's rollouts whose rewards are all equal
-normalize_advantages = true
-old_logprobs = "sampler"   # PPO's old log-probs: the sampler's when a one-episode probe agrees; or "recompute"
-sampler_tolerance = 0.1    # the probe's largest mean |log-prob difference| that still counts as agreeing
-grad_clip = 1.0
-max_len = 2048             # longer episodes are left out of the loss (and counted)
-rank = 8                   # LoRA rank of a fresh actor or critic adapter
-alpha = 16
-load_4bit = true
-precision = "auto"         # bf16 autocast where the hardware does bf16 natively, else fp32; or "fp32" / "bf16"
-
-[pipeline]                 # trsi-tui pipeline run: Base -> RSR-1 -> RPR-1 -> RSR-2 -> RPR-2
-model = "bundled:smollm2-135m"
-eval_split = "eval"
-eval_seeds = 3
-eval_tasks = 0             # a seeded sample of this many eval tasks; 0 = all of them
-eval_harness = "fenced-bash-primed"
-eval_temperature = 0.7
-eval_max_turns = 6
-seed = 0
-seeds = []                 # training seeds, each its own lineage (pipeline run --seeds 0,1,2); empty = [seed]
-
-[tui.keymap]               # binding id -> keys; the help screen (?) lists every id
-# "app.screen.trajectories" = "ctrl+j"
-"""
-
-
-PRESETS_DIR = Path(__file__).parent / "presets"
-
-
-def preset_names() -> list[str]:
-    return sorted(p.stem for p in PRESETS_DIR.glob("*.toml"))
-
-
-def load_preset(name: str) -> Config:
-    """A named configuration shipped with trsi-tui (engine/presets/NAME.toml)."""
-    path = PRESETS_DIR / f"{name}.toml"
-    if not path.is_file():
-        raise ConfigError(f"unknown preset {name!r}; available: {', '.join(preset_names())}")
-    return parse_config(path.read_text(), f"preset {name}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 APP = "trsi-tui"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,52 @@
+"""What a model agent is told to do, as one typed object built once from the configuration.
+
+Every piece of work that runs model agents (an RSR round, an RPR stage, a pipeline stage's
+evaluation, `trsi-tui eval`) builds its `AgentSettings` here from its own config section and
+passes it down to the agents it makes, so a value such as the reply limit is read from the
+config in one place and is the same object all the way to the episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from engine.config.sections import Config
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    harness: str  # what the model sees and how its replies are read (engine/rollout/harnesses/)
+    max_turns: int  # replies the model may give in one episode
+    max_reply_tokens: int  # the most tokens one reply may have ([policy] max_reply_tokens)
+    temperature: float  # sampling temperature
+
+    def with_harness(self, harness: str) -> AgentSettings:
+        return replace(self, harness=harness)
+
+    @classmethod
+    def for_eval(cls, config: Config) -> AgentSettings:
+        """`trsi-tui eval --agent model` and the TUI's start-run form (its options replace these)."""
+        return cls(
+            config.pipeline.eval_harness, config.eval.max_turns, config.policy.max_reply_tokens, config.eval.temperature
+        )
+
+    @classmethod
+    def for_stage_eval(cls, config: Config) -> AgentSettings:
+        """The held-out evaluation after every pipeline stage."""
+        p = config.pipeline
+        return cls(p.eval_harness, p.eval_max_turns, config.policy.max_reply_tokens, p.eval_temperature)
+
+    @classmethod
+    def for_rsr(cls, config: Config, harness: str) -> AgentSettings:
+        """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`)."""
+        return cls(harness, config.rsr.max_turns, config.policy.max_reply_tokens, config.rsr.temperature)
+
+    @classmethod
+    def for_rpr(cls, config: Config) -> AgentSettings:
+        """An RPR stage's rollouts and probes."""
+        r = config.rpr
+        return cls(r.harness, r.max_turns, config.policy.max_reply_tokens, r.temperature)
+
+
+# An agent built without settings of its own (tests, benches): what `trsi-tui eval` would use.
+DEFAULT_AGENT = AgentSettings.for_eval(Config())
