@@ -17,10 +17,10 @@ import pytest
 from engine.config import Config, RsrConfig, SftSection
 from engine.events import EventBus, RsrProgress
 from engine.policy.base import Generation, LocalPolicy
+from engine.resumable import WorkContext
 from engine.rsr.planner import PLANNER_SYSTEM
 from engine.rsr.reviewer import REVIEWER_SYSTEM
 from engine.rsr.round import RsrRound
-from engine.stage import StageContext
 from engine.store import Store
 from engine.tasks.canary import CANARY
 from tests.conftest import write_task
@@ -91,7 +91,7 @@ def make_round(tmp_path: Path, real_policy, *, approval="auto", stop=None, store
         max_turns=2,
         sft=SftSection(epochs=1, rank=4, alpha=8),
     )
-    ctx = StageContext(
+    ctx = WorkContext(
         config=Config(),
         store=store or Store(tmp_path / "db.sqlite"),
         bus=bus or EventBus(),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import RsrConfig
-from engine.store.rsr import AIDED
 
 Attempt = tuple[bool, float]  # (passed every check, reward)
 
@@ -46,22 +45,3 @@ def wants_attempt(tried: list[Attempt], settings: RsrConfig, floor: float = 0.0,
     if len(tried) < settings.min_attempts or examples:
         return True
     return successes > 0 or any(reward > floor + 1e-9 for _, reward in tried)
-
-
-@dataclass(frozen=True)
-class ExploreKey:
-    """An explore job's key: `task|harness|attempt`, and `|aided` when the attempt was shown worked
-    examples. Aided attempts find successes to train on; only unaided ones estimate the pass rate."""
-
-    task: str
-    harness: str
-    attempt: int
-    aided: bool = False
-
-    @classmethod
-    def parse(cls, key: str) -> ExploreKey:
-        task, harness, attempt, *rest = key.split("|")
-        return cls(task, harness, int(attempt), rest == [AIDED])
-
-    def __str__(self) -> str:
-        return f"{self.task}|{self.harness}|{self.attempt}" + (f"|{AIDED}" if self.aided else "")

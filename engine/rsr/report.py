@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engine.config import RsrConfig
+from engine.keys import ExploreKey
+from engine.rsr.records import RoundRecords
 from engine.store import Store
-from engine.store.rsr import AIDED
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,9 @@ def funnel_notes(store: Store, round: int, settings: RsrConfig) -> list[str]:
     runbooks = store.runbooks.list(round=round)
     notes = []
     explore = store.rsr.jobs(round, "explore")
-    aided = [ok for key, (_, ok) in explore.items() if key.endswith("|" + AIDED)]
+    aided = [ok for key, (_, ok) in explore.items() if ExploreKey.parse(key).aided]
     if aided:
-        unaided = [ok for key, (_, ok) in explore.items() if not key.endswith("|" + AIDED)]
+        unaided = [ok for key, (_, ok) in explore.items() if not ExploreKey.parse(key).aided]
         notes.append(
             f"{sum(aided)} of {sum(ok for _, ok in explore.values())} explore successes came from the "
             f"{len(aided)} attempt(s) shown worked examples (the round's own successes on similar tasks): "
@@ -89,3 +90,28 @@ def funnel_notes(store: Store, round: int, settings: RsrConfig) -> list[str]:
             f"(explore_fallback); {trimmed} command prefix(es) re-run in fresh sandboxes passed every check"
         )
     return notes
+
+
+def round_report(
+    records: RoundRecords, settings: RsrConfig, checkpoint: str, notes: list[str], trained: tuple[str, ...]
+) -> RoundReport:
+    """The finished round's report: its counts, its funnel, and the notes of its phases followed
+    by the funnel's own (each once)."""
+    store, round = records.store, records.round
+    explore = records.finished("explore")
+    replay = records.finished("replay")
+    notes = [*notes, *(n for n in funnel_notes(store, round, settings) if n not in notes)]
+    return RoundReport(
+        round,
+        "done",
+        len(explore),
+        sum(ok for _, ok in explore.values()),
+        records.runbook_counts(),
+        len(replay),
+        sum(ok for _, ok in replay.values()),
+        len(records.samples()),
+        checkpoint,
+        tuple(notes),
+        funnel(store, round),
+        trained,
+    )

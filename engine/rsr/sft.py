@@ -9,7 +9,7 @@ tokens only: labels are -100 wherever the sample's mask is 0, and logits are com
 those positions (`action_loss`), which is what keeps peak memory below TRL's.
 
 The checkpoint is the adapter plus `trsi-checkpoint.json`: base model, data hash, config and
-metrics. `on_step(step, loss, tokens)` reports progress (the RSR stage logs it to the store).
+metrics. `on_step(step, loss, tokens)` reports progress (the RSR round's SFT phase logs it to the store).
 """
 
 from __future__ import annotations
