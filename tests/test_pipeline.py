@@ -24,7 +24,7 @@ if not os.environ.get("CI"):
     pytest.importorskip("peft", reason="needs the hf extra (installed by .ci/setup)")
 
 from engine.pipeline.pipeline import Pipeline
-from engine.stage import StageContext
+from engine.resumable import WorkContext
 from tests.test_rsr_round import ScriptedModel, runbook
 
 pytestmark = pytest.mark.slow
@@ -68,7 +68,7 @@ def suite(root: Path) -> Path:
 
 def make(home: Path, real_policy, store: Store, stop=None) -> Pipeline:
     return Pipeline(
-        StageContext(
+        WorkContext(
             config=CONFIG,
             store=store,
             bus=EventBus(),

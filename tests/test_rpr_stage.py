@@ -26,8 +26,8 @@ if not os.environ.get("CI"):
 
 import torch
 
+from engine.resumable import WorkContext
 from engine.rpr.stage import RprStage
-from engine.stage import StageContext
 
 
 class SeededScript(LocalPolicy):
@@ -95,7 +95,7 @@ def make_stage(
     suite = tmp_path / "suite"
     if not suite.exists():
         write_task(suite, "hello-a")
-    ctx = StageContext(
+    ctx = WorkContext(
         config=Config(),
         store=store,
         bus=bus or EventBus(),
@@ -106,7 +106,7 @@ def make_stage(
         should_stop=stop or (lambda: False),
         policy_loader=loader or (lambda spec: (script or SeededScript)(real_policy)),
     )
-    stage = Recording(ctx, round=1, model="bundled:smollm2-135m", settings=settings(**overrides))
+    stage = Recording(ctx, number=1, model="bundled:smollm2-135m", settings=settings(**overrides))
     stage.snapshots = []
     return stage
 
@@ -216,9 +216,9 @@ def test_the_probe_rolls_out_the_same_tasks_and_seeds_before_and_after_the_joint
     stage = make_stage(tmp_path, real_policy, store=store, bus=bus, loader=loader, probe_tasks=1, probe_episodes=4)
     report = stage.run()
     assert report.checkpoint != "bundled:smollm2-135m"  # the joint round moved the actor
-    plan = stage.probe_plan(stage._tasks())  # noqa: SLF001
-    assert len(plan) == 4
-    even = sum(seed % 2 == 0 for _, _, seed in plan) / len(plan)  # what the stage-start actor gets right
+    jobs = stage.planner.probe_jobs(stage._tasks())  # noqa: SLF001
+    assert len(jobs) == 4
+    even = sum(job.seed % 2 == 0 for job in jobs) / len(jobs)  # what the stage-start actor gets right
     probes = store.metrics.points("rpr-1", "rpr/probe_success")
     assert [(p.step, p.value) for p in probes] == [(2, pytest.approx(even)), (3, 1.0)]  # after warm-up, after joint
     assert store.rpr.probe_jobs(1, 0).keys() == store.rpr.probe_jobs(1, 1).keys()  # same tasks, same seeds
