@@ -172,7 +172,7 @@ def test_rsr_run_refuses_models_it_cannot_train_and_a_changed_model_on_resume(tm
 def test_rpr_run_refuses_a_model_it_cannot_train_and_unknown_harnesses(tmp_path: Path):
     r = CliRunner().invoke(
         cli,
-        ["--home", str(tmp_path), "rpr", "run", "--round", "1", "--model", "openai:http://127.0.0.1:9/v1#m"],
+        ["--home", str(tmp_path), "rpr", "run", "--number", "1", "--model", "openai:http://127.0.0.1:9/v1#m"],
         obj={},
     )
     assert r.exit_code == 1 and "needs transformers weights" in r.output
@@ -182,6 +182,20 @@ def test_rpr_run_refuses_a_model_it_cannot_train_and_unknown_harnesses(tmp_path:
         obj={},
     )
     assert r.exit_code == 2 and "nope" in r.output
+
+
+def test_rpr_run_takes_the_stage_number_as_number_and_still_as_round(tmp_path: Path):
+    """--number N is the stage (RPR-N), beside --rounds (its PPO rounds); --round is its old,
+    hidden name, kept for one release."""
+    help_text = invoke("rpr", "run", "--help", home=tmp_path).output
+    assert "--number" in help_text and "--round " not in help_text
+    r = invoke("rpr", "run", "--model", "bundled:smollm2-135m", home=tmp_path)
+    assert r.exit_code == 2 and "Missing option '--number'" in r.output
+    for flag in ("--number", "--round"):
+        r = invoke("rpr", "run", flag, "0", "--model", "bundled:smollm2-135m", home=tmp_path)
+        assert r.exit_code == 2 and "0 is not in the range 1<=x<=1000" in r.output, flag
+        r = invoke("rpr", "run", flag, "1", "--model", "openai:http://127.0.0.1:9/v1#m", home=tmp_path)
+        assert r.exit_code == 1 and "needs transformers weights" in r.output, flag
 
 
 def test_pipeline_status_and_a_broken_pipeline_config(tmp_path: Path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Static
 
-from engine.api import Engine, EvalRequest
+from engine.api import Engine, EvalRequest, PipelineRequest
 from engine.config import Config, parse_config
 from engine.events import EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
@@ -458,7 +458,7 @@ async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_sta
     suite = tmp_path / "suite"
     write_task(suite, "only-train", toml='[metadata]\nsplit = "train"\n[agent]\ntimeout_sec = 30\n')
     engine = Engine(Config(), Store(tmp_path / "db.sqlite"))
-    app = create_app(engine, start_pipeline={"tasks": str(suite)})
+    app = create_app(engine, start_pipeline=PipelineRequest(tasks=str(suite)))
     async with app.run_test(size=(140, 40)) as pilot:
         assert app.current_mode == "dashboard"
         await settle(pilot)

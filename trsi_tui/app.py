@@ -17,7 +17,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.timer import Timer
 
-from engine.api import Engine, EvalRequest, RsrRequest
+from engine.api import Engine, EvalRequest, PipelineRequest, RsrRequest
 from engine.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -79,12 +79,11 @@ class TrsiApp(App):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, engine: Engine, start_pipeline: dict | None = None) -> None:
-        """`start_pipeline`: keyword arguments of Engine.pipeline, to start it as soon as the app is up."""
+    def __init__(self, engine: Engine, start_pipeline: PipelineRequest | None = None) -> None:
+        """`start_pipeline`: the pipeline to start as soon as the app is up."""
         super().__init__()
         self.engine = engine
         self._pipeline_on_mount = start_pipeline
-        self.store = engine.store
         self.live = LiveState()
         self._batcher = OutputBatcher()
         # Output drained before its EpisodeStarted message was handled (both race in from engine
@@ -109,7 +108,7 @@ class TrsiApp(App):
                 timeout=10,
             )
         if self._pipeline_on_mount is not None:
-            self.start_pipeline(**self._pipeline_on_mount)
+            self.start_pipeline(self._pipeline_on_mount)
 
     def on_unmount(self) -> None:
         if self._unsubscribe:
@@ -182,7 +181,7 @@ class TrsiApp(App):
 
     def _run_note(self, run_id: str) -> str:
         """What to tell the user about a finished run (read on the worker thread)."""
-        s = self.store.runs.get(run_id)
+        s = self.engine.run(run_id)
         rate = "n/a" if s.success_rate is None else f"{s.success_rate:.0%}"
         return f"Run {run_id} {s.status}: success rate {rate}"
 
@@ -190,26 +189,19 @@ class TrsiApp(App):
         """Run (or resume) an RSR round in the background; its episodes stream to the Sandboxes screen."""
 
         def job() -> str:
-            report = self.engine.rsr_round(
-                request.round,
-                model=request.model,
-                tasks=request.tasks,
-                backend=request.backend,
-                concurrency=request.concurrency,
-                approval=request.approval,
-                attempts=request.attempts,
-            )
+            report = self.engine.run_rsr(request)
             return (
                 f"RSR round {report.round} done: {report.samples} sample(s), checkpoint {report.checkpoint or 'none'}"
             )
 
         return self._start(job)
 
-    def start_pipeline(self, **kwargs) -> bool:
-        """Run (or resume) the pipeline in the background; the dashboard's stage table fills in live."""
+    def start_pipeline(self, request: PipelineRequest | None = None) -> bool:
+        """Run (or resume) the pipeline in the background (as the config says, unless `request` says
+        otherwise); the dashboard's stage table fills in live."""
 
         def job() -> str:
-            lineages = self.engine.pipeline(**kwargs)
+            lineages = self.engine.run_pipeline(request or PipelineRequest())
             done = [s for stages in lineages.values() for s in stages.values() if s.status == "done"]
             seeds = f" over {len(lineages)} training seeds" if len(lineages) > 1 else ""
             return f"Pipeline: {len(done)} stage(s) done{seeds}"
@@ -333,5 +325,5 @@ def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
     return sorted(set(keymap) - all_binding_ids())
 
 
-def create_app(engine: Engine, start_pipeline: dict | None = None) -> TrsiApp:
+def create_app(engine: Engine, start_pipeline: PipelineRequest | None = None) -> TrsiApp:
     return TrsiApp(engine, start_pipeline)

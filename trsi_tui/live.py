@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from engine.api import EpisodeResult
 from engine.events import (
     EpisodeFinished,
     EpisodePhase,
@@ -24,7 +25,6 @@ from engine.events import (
     RunStarted,
     TrainingStep,
 )
-from engine.results import EpisodeResult
 from trsi_tui.widgets.terminal_buffer import TerminalBuffer
 
 Chunk = tuple[str, str, str]  # channel, kind, text

@@ -5,8 +5,16 @@ Plain strings only (no Rich or Textual types), so both front ends lay them out t
 
 from __future__ import annotations
 
-from engine.stats import RunComparison, TaskAggregate, interval_text
-from engine.store.records import PIPELINE_STAGES, RunRecord, StageRecord
+from engine.api import (
+    PIPELINE_STAGES,
+    NodeStatus,
+    RunComparison,
+    RunRecord,
+    StageOverSeeds,
+    StageRecord,
+    TaskAggregate,
+    interval_text,
+)
 
 
 def short_checkpoint(checkpoint: str) -> str:
@@ -41,8 +49,8 @@ def stage_rows(
 SEED_COLUMNS = ("stage", "seeds", "pass@1 per seed", "mean pass@1 [95% CI]", "vs parent [95% CI]")
 
 
-def seed_rows(summary) -> list[tuple[str, str, str, str, str]]:
-    """One row per stage of `engine.pipeline.summary.summarize`, for SEED_COLUMNS."""
+def seed_rows(summary: list[StageOverSeeds] | tuple[StageOverSeeds, ...]) -> list[tuple[str, str, str, str, str]]:
+    """One row per stage of `Engine.over_seeds`, for SEED_COLUMNS."""
     rows = []
     for r in summary:
         per_seed = ", ".join(f"{seed}: {rate:.3f}" for seed, rate in zip(r.seeds, r.per_seed)) or "-"
@@ -105,9 +113,9 @@ def comparison_lines(c: RunComparison, run_a: str, run_b: str) -> list[str]:
     ]
 
 
-def cluster_line(nodes) -> str:
-    """One line for a cluster's nodes (`engine.cluster.status.NodeStatus`): the CLI's summary and
-    the dashboard's cluster line."""
+def cluster_line(nodes: list[NodeStatus]) -> str:
+    """One line for a cluster's nodes (`Engine.cluster_status`): the CLI's summary and the
+    dashboard's cluster line."""
     if not nodes:
         return "cluster: no live node"
     workers = [n.worker for n in nodes if n.worker is not None]

@@ -4,8 +4,9 @@ Everything an agent or a task writes can reach the screen. A raw escape sequence
 character in a rendered line goes straight to the user's terminal: `ESC[2J` clears it, cursor
 moves leave stale text inside other widgets, OSC sequences set the window title or the
 clipboard, a lone `\\r` or a newline inside a one-line widget breaks its borders. These helpers
-keep printable characters, newlines and tabs, and nothing else. The pure functions live in
-`engine.text` so that the engine's own output uses the same rules; this module adds Rich markup.
+keep printable characters, newlines and tabs, and nothing else. The pure functions live in the
+engine (`engine.api` re-exports them) so that its own output uses the same rules; this module adds
+Rich markup.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.text import Text
 
-from engine.text import (
+from engine.api import (
     COMPLETE_ESCAPE,
     CONTROL_CHARACTER,
     ESCAPE_SEQUENCE,

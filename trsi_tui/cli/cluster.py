@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 import click
 
+from engine.api import ClusterAccess, ClusterError, is_loopback
 from trsi_tui.cli.common import cluster_option, engine_of, failure, new_table, out, write_json
 from trsi_tui.cli.group import cli
 from trsi_tui.render import cluster_line
@@ -28,15 +29,12 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
     the cluster; a node without one is probed for its backends. Then who can use the cluster:
     whether its head refuses a client without the token, and where it listens.
     """
-    from engine.cluster import ClusterError
-    from engine.cluster.access import cluster_access
-
     engine = engine_of(ctx, cluster)
     try:
         nodes = engine.cluster_status()
     except ClusterError as exc:
         raise failure(exc) from None
-    access = cluster_access(engine.config.cluster)
+    access = engine.cluster_access()
     table = new_table(
         f"cluster at {engine.config.cluster.address}",
         "node",
@@ -69,11 +67,9 @@ def cluster_status(ctx: click.Context, cluster: str | None, json_path: str | Non
     )
 
 
-def access_line(access) -> str:
+def access_line(access: ClusterAccess) -> str:
     """`auth: token (...) · head H listens on 127.0.0.1 (this machine only)`, and why auth is off
     or unknown."""
-    from engine.cluster.access import is_loopback
-
     auth = "token (a client without it is refused)" if access.auth == "token" else access.auth
     if access.detail:
         auth += f" ({access.detail})"

@@ -16,10 +16,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from engine.api import Engine
-from engine.config import ConfigError
+from engine.api import ConfigError, Engine, StoreError
 from engine.events import EpisodeFinished, Event, RunStarted
-from engine.store import StoreError
 from sandboxes import available_backends
 from trsi_tui.safe_text import markup, plain, printable
 
@@ -125,24 +123,3 @@ def write_json(path: str | None, payload: dict) -> None:
     if path:
         Path(path).write_text(json.dumps(payload, indent=2) + "\n")
         err.print(f"wrote {path}")
-
-
-def stage_options(what: str):
-    """The options every stage command takes (suite, backend, concurrency, seed, JSON report,
-    cluster); the command receives them as `tasks`, `backend`, `concurrency`, `seed`, `json_path`
-    and `cluster`."""
-    options = [
-        click.option("--tasks", metavar="PATH", default=None, help=TASKS_HELP),
-        click.option("--backend", default=None, help="Sandbox backend: local or docker (default from config)."),
-        click.option("--concurrency", "-j", type=click.IntRange(1, 64), default=None, help="Episodes at once."),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--json", "json_path", metavar="FILE", default=None, help=f"Write {what} as JSON."),
-        cluster_option,
-    ]
-
-    def apply(command):
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return apply

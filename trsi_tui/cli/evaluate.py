@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from engine.rollout.agents import SCRIPTED_AGENTS
-from engine.rollout.harnesses import HARNESSES
-from engine.stats import per_task
+from engine.api import HARNESSES, SCRIPTED_AGENTS, ClusterError, PolicyError
 from sandboxes import SandboxError
 from trsi_tui.cli.common import (
     TASKS_HELP,
@@ -49,11 +47,21 @@ from trsi_tui.safe_text import markup
     type=click.Choice(sorted(HARNESSES)),
     default=None,
     help="How the model is prompted and how its replies become commands "
-    "(default from the config: [pipeline] eval_harness, fenced-bash-primed).",
+    "(default from the config: [pipeline] eval_harness).",
 )
-@click.option("--temperature", type=click.FloatRange(0.0, 5.0), default=0.7, show_default=True)
+@click.option(
+    "--temperature",
+    type=click.FloatRange(0.0, 5.0),
+    default=None,
+    help="Sampling temperature (default from the config: [eval] temperature).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per attempt: seed*1000+attempt).")
-@click.option("--max-turns", type=click.IntRange(1, 200), default=20, show_default=True)
+@click.option(
+    "--max-turns",
+    type=click.IntRange(1, 200),
+    default=None,
+    help="Replies the model may give (default from the config: [eval] max_turns).",
+)
 @click.option(
     "--backend", default=None, help="Sandbox backend: local (bubblewrap) or docker (default from config: local)."
 )
@@ -85,9 +93,9 @@ def eval_cmd(
     agent: str,
     model_spec: str | None,
     harness: str | None,
-    temperature: float,
+    temperature: float | None,
     seed: int,
-    max_turns: int,
+    max_turns: int | None,
     backend: str | None,
     split: str | None,
     only: tuple[str, ...],
@@ -102,9 +110,6 @@ def eval_cmd(
     The summary gives pass@1 (tasks weigh equally) with a 95% task-bootstrap interval and the
     unbiased pass@k. `trsi-tui eval compare RUN_A RUN_B` compares two stored runs.
     """
-    from engine.cluster import ClusterError
-    from engine.policy import PolicyError
-
     if ctx.invoked_subcommand is not None:
         return
     if agent is None:
@@ -121,7 +126,7 @@ def eval_cmd(
             attempts=attempts,
             split=split,
             model=model_spec,
-            harness=harness or engine.config.pipeline.eval_harness,
+            harness=harness,
             temperature=temperature,
             seed=seed,
             seeds=seeds,
@@ -157,7 +162,7 @@ def eval_cmd(
             f"{r.duration_s:.1f}s",
         )
     out.print(table)
-    tasks = per_task((r.task, r.success, r.scored) for r in report.results)
+    tasks = report.per_task()
     if any(t.episodes > 1 for t in tasks):
         table = new_table("per task", "task", "episodes", "successes", "pass@1", "infra errors")
         for t in tasks:

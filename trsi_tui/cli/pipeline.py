@@ -8,7 +8,18 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from engine.config import ConfigError
+from engine.api import (
+    ConfigError,
+    PipelineRequest,
+    PolicyError,
+    RprError,
+    RsrError,
+    StageOverSeeds,
+    StageRecord,
+    load_config,
+    load_preset,
+)
+from engine.events import Event, PipelineProgress, RprProgress, RsrProgress
 from sandboxes import SandboxError
 from trsi_tui.cli.common import (
     TASKS_HELP,
@@ -95,36 +106,26 @@ def pipeline_run(
     a second table gives each stage's mean pass@1 over seeds and its paired gain over its
     parent (same eval tasks and sampling seeds), both with 95% intervals.
     """
-
-    from engine.config import load_config, load_preset
-    from engine.events import PipelineProgress, RprProgress, RsrProgress
-    from engine.pipeline.lineage import parse_seeds
-    from engine.policy import PolicyError
-    from engine.rpr.stage import RprError
-    from engine.rsr.round import RsrError
-
     check_backend(backend)
     engine = engine_of(ctx)
     try:
         chosen = load_config(config_file) if config_file else load_preset(preset)
-        engine.config = chosen.model_copy(update={"tui": engine.config.tui})  # keep the home's keymap
-        seeds = parse_seeds(seeds_text) if seeds_text else engine.config.pipeline.training_seeds()
+        engine.use_config(chosen, keep_tui=True)  # the home's keymap stays
+        seeds = engine.training_seeds(seeds_text)
         if cluster:
             engine.use_cluster(cluster)
     except (ConfigError, ValueError) as exc:
         raise failure(exc) from None
+    request = PipelineRequest(
+        tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=tuple(seeds)
+    )
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():
         from trsi_tui.app import create_app
 
-        create_app(
-            engine,
-            start_pipeline=dict(
-                tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=seeds
-            ),
-        ).run()
+        create_app(engine, start_pipeline=request).run()
         return
 
-    def show(event) -> None:
+    def show(event: Event) -> None:
         if isinstance(event, PipelineProgress):
             out.print(f"[bold]{markup(event.stage)}[/] {markup(event.status)}: {markup(event.detail)}")
         elif isinstance(event, RsrProgress):
@@ -135,16 +136,14 @@ def pipeline_run(
     lineages = run_resumable(
         engine,
         [show, progress_printer()],
-        lambda: engine.pipeline(
-            tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=seeds
-        ),
+        lambda: engine.run_pipeline(request),
         errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError),
         stopped="pipeline stopped",
         hint="\nfix it and run the same command to resume",
     )
     for seed, stages in lineages.items():
         out.print(stage_table(stages, f"Pipeline, training seed {seed}" if len(lineages) > 1 else "Pipeline"))
-    summary = engine.stages_over_seeds(list(lineages)) if len(lineages) > 1 else []
+    summary = engine.over_seeds(list(lineages))
     if summary:
         out.print(seed_table(summary))
     write_json(json_path, pipeline_json(lineages, summary))
@@ -156,21 +155,17 @@ def pipeline_run(
 def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
     """The stored stage table: status, checkpoint, pass@1 with its 95% interval; with several
     training seeds, one table per seed and each stage's mean over seeds and gain over its parent."""
-    from engine.pipeline.lineage import Lineage, stored_seeds
-
     engine = engine_of(ctx)
-    stored = engine.stages()
-    seeds = stored_seeds(stored) or [0]
-    lineages = {seed: Lineage(seed).records(stored) for seed in seeds}
+    lineages = engine.stored_lineages()
     for seed, stages in lineages.items():
-        out.print(stage_table(stages, f"Pipeline, training seed {seed}" if len(seeds) > 1 else "Pipeline"))
-    summary = engine.stages_over_seeds(seeds) if len(seeds) > 1 else []
+        out.print(stage_table(stages, f"Pipeline, training seed {seed}" if len(lineages) > 1 else "Pipeline"))
+    summary = engine.over_seeds(list(lineages))
     if summary:
         out.print(seed_table(summary))
     write_json(json_path, pipeline_json(lineages, summary))
 
 
-def pipeline_json(lineages: dict, summary: list) -> dict:
+def pipeline_json(lineages: dict[int, dict[str, StageRecord]], summary: list[StageOverSeeds]) -> dict:
     """One seed: {stage: record} as before; several: {"seeds": {seed: {stage: record}}, "over_seeds": [...]}."""
     from dataclasses import asdict
 
@@ -182,14 +177,14 @@ def pipeline_json(lineages: dict, summary: list) -> dict:
     }
 
 
-def stage_table(stages, title: str = "Pipeline") -> Table:
+def stage_table(stages: dict[str, StageRecord], title: str = "Pipeline") -> Table:
     table = new_table(title, *STAGE_COLUMNS)
     for row in stage_rows(stages):
         table.add_row(*row)
     return table
 
 
-def seed_table(summary) -> Table:
+def seed_table(summary: list[StageOverSeeds]) -> Table:
     table = new_table("Over training seeds (paired: same eval tasks and sampling seeds)", *SEED_COLUMNS)
     for row in seed_rows(summary):
         table.add_row(*row)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 
-from engine.rollout.harnesses import HARNESSES
-from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
+from engine.api import HARNESSES, RprRequest
+from engine.events import Event, RprProgress
+from trsi_tui.cli.common import new_table, out, write_json
 from trsi_tui.cli.group import cli
+from trsi_tui.cli.stage_command import AliasOption, StageOptions, run_stage, stage_options
 from trsi_tui.safe_text import markup
 
 
@@ -23,12 +26,15 @@ def _fmt(value) -> str:
 
 @rpr.command("run")
 @click.option(
-    "--round",
-    "round_",
+    "--number",
+    "number",
+    cls=AliasOption,
     type=click.IntRange(1, 1000),
     required=True,
-    help="Stage number; the same number resumes a stopped stage.",
+    help="Stage number (RPR-N); the same number resumes a stopped stage.",
 )
+# The old name of --number, too easily read as --rounds (PPO rounds): hidden, kept for one release.
+@click.option("--round", "number", cls=AliasOption, type=click.IntRange(1, 1000), hidden=True)
 @click.option(
     "--model",
     "model_spec",
@@ -64,14 +70,13 @@ def _fmt(value) -> str:
 @click.pass_context
 def rpr_run(
     ctx: click.Context,
-    round_: int,
+    number: int,
     model_spec: str,
     rounds: int | None,
     critic_warmup: int | None,
     critic_from: str | None,
     harness: str | None,
-    json_path: str | None,
-    **run,
+    stage: StageOptions,
 ) -> None:
     """Run or resume one RPR stage: critic warm-up rounds, then joint PPO rounds.
 
@@ -80,37 +85,27 @@ def rpr_run(
     its last checkpoint with the same command. Metrics (reward, KL, value loss, explained
     variance) go to the store and the TUI's curves.
     """
-    from dataclasses import asdict
+    request = RprRequest(
+        number,
+        model_spec,
+        critic_from=critic_from,
+        rounds=rounds,
+        critic_warmup_rounds=critic_warmup,
+        harness=harness,
+        tasks=stage.tasks,
+        backend=stage.backend,
+        concurrency=stage.concurrency,
+        seed=stage.seed,
+    )
 
-    from engine.cluster import ClusterError
-    from engine.events import RprProgress
-    from engine.policy import PolicyError
-    from engine.rpr.stage import RprError
-
-    check_backend(run["backend"])
-    engine = engine_of(ctx, run.pop("cluster"))
-
-    def show(event) -> None:
+    def show(event: Event) -> None:
         if isinstance(event, RprProgress):
             out.print(f"[bold]rpr {event.round}[/] {markup(event.detail)}")
 
-    report = run_resumable(
-        engine,
-        [show],
-        lambda: engine.rpr_stage(
-            round_,
-            model=model_spec,
-            **run,
-            critic_from=critic_from,
-            rounds=rounds,
-            critic_warmup_rounds=critic_warmup,
-            harness=harness,
-        ),
-        errors=(SandboxError, PolicyError, RprError, ValueError, ClusterError),
-        stopped=f"RPR stage {round_} stopped",
-    )
+    stopped = f"RPR stage {number} stopped"
+    report = run_stage(ctx, stage, lambda engine: engine.run_rpr(request), show=show, stopped=stopped)
     table = new_table(
-        f"RPR stage {round_}",
+        f"RPR stage {number}",
         "round",
         "phase",
         "reward",
@@ -138,4 +133,4 @@ def rpr_run(
     out.print(table)
     out.print(f"actor: {markup(report.checkpoint or 'unchanged')}")
     out.print(f"trainer checkpoint (critic, value head, optimizer state): {markup(str(report.trainer_checkpoint))}")
-    write_json(json_path, {**asdict(report), "history": list(report.history)})
+    write_json(stage.json_path, {**asdict(report), "history": list(report.history)})

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 
-from engine.rollout.harnesses import HARNESSES
-from sandboxes import SandboxError
-from trsi_tui.cli.common import check_backend, engine_of, new_table, out, run_resumable, stage_options, write_json
+from engine.api import HARNESSES, RsrRequest
+from engine.events import Event, RsrProgress, RunbookDrafted
+from trsi_tui.cli.common import new_table, out, write_json
 from trsi_tui.cli.group import cli
+from trsi_tui.cli.stage_command import StageOptions, run_stage, stage_options
 from trsi_tui.safe_text import markup
 
 
@@ -64,8 +67,7 @@ def rsr_run(
     attempts: int | None,
     harnesses: tuple[str, ...],
     split: str | None,
-    json_path: str | None,
-    **run,
+    stage: StageOptions,
 ) -> None:
     """Run or resume one RSR round: explore -> runbooks -> review -> approval -> replay -> dataset -> SFT.
 
@@ -73,37 +75,26 @@ def rsr_run(
     with the same command. The checkpoint is a LoRA adapter (transformers) plus its GGUF export,
     printed as a model spec that `eval --agent model --model SPEC` takes.
     """
-    from dataclasses import asdict
+    request = RsrRequest(
+        round_,
+        model_spec,
+        tasks=stage.tasks,
+        approval=approval,
+        attempts=attempts,
+        backend=stage.backend,
+        concurrency=stage.concurrency,
+        seed=stage.seed,
+        harnesses=harnesses,
+        split=split,
+    )
 
-    from engine.cluster import ClusterError
-    from engine.events import RsrProgress, RunbookDrafted
-    from engine.policy import PolicyError
-    from engine.rsr.round import RsrError
-
-    check_backend(run["backend"])
-    engine = engine_of(ctx, run.pop("cluster"))
-
-    def show(event) -> None:
+    def show(event: Event) -> None:
         if isinstance(event, RsrProgress):
             out.print(f"[bold]rsr {event.round} {markup(event.stage)}[/]: {markup(event.detail)}")
         elif isinstance(event, RunbookDrafted):
             out.print(f"  runbook {event.runbook_id} for {markup(event.task)}: {markup(event.status)}")
 
-    report = run_resumable(
-        engine,
-        [show],
-        lambda: engine.rsr_round(
-            round_,
-            model=model_spec,
-            **run,
-            approval=approval,
-            attempts=attempts,
-            harnesses=list(harnesses) or None,
-            split=split,
-        ),
-        errors=(SandboxError, PolicyError, RsrError, ValueError, ClusterError),
-        stopped=f"round {round_} stopped",
-    )
+    report = run_stage(ctx, stage, lambda engine: engine.run_rsr(request), show=show, stopped=f"round {round_} stopped")
     table = new_table(
         f"RSR round {round_}", "explored", "passed", "runbooks", "replays", "replays passed", "samples", "checkpoint"
     )
@@ -120,4 +111,4 @@ def rsr_run(
     out.print("funnel: " + " -> ".join(f"{n} {step}" for step, n in report.funnel.items()))
     for note in report.notes:
         out.print(f"note: {markup(note)}")
-    write_json(json_path, {**asdict(report), "notes": list(report.notes)})
+    write_json(stage.json_path, {**asdict(report), "notes": list(report.notes)})

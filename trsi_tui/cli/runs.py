@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from engine.config import DEFAULT_CONFIG_TOML
-from engine.paths import resolve_paths
+from engine.api import DEFAULT_CONFIG_TOML, resolve_paths
 from trsi_tui.cli.common import engine_of, new_table, out
 from trsi_tui.cli.group import cli
 from trsi_tui.render import RUN_COLUMNS, run_row

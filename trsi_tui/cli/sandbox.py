@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from engine.api import resolve_paths
 from sandboxes import SandboxError
 from trsi_tui.cli.common import engine_of, err, failure, out
 from trsi_tui.cli.group import cli
@@ -68,7 +69,6 @@ def sandbox_rebuild(ctx: click.Context, tasks: tuple[Path, ...]) -> None:
     with the build log instead of rebuilding; this is how to try again (after fixing a mirror,
     a proxy or the Dockerfile itself: a changed Dockerfile is rebuilt anyway).
     """
-    from engine.paths import resolve_paths
     from sandboxes.docker_images import build_task_image, forget_build_failure
 
     aliases = engine_of(ctx).config.sandbox.docker.aliases

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from engine.api import FAMILIES, ClusterError, CurriculumError, generate_curriculum, import_tasks
 from sandboxes import SandboxError
 from trsi_tui.cli.common import (
     check_backend,
@@ -81,8 +82,6 @@ def tasks_check(
     PATHS are task directories or suites (default: the configured or built-in suite).
     Exits 0 only if every task is valid.
     """
-    from engine.cluster import ClusterError
-
     check_backend(backend)
     engine = engine_of(ctx, cluster)
     unsubscribe = engine.bus.subscribe(progress_printer())
@@ -113,8 +112,6 @@ def tasks_check(
 def tasks_import(src: Path, dest: Path) -> None:
     """Convert classic Terminal-Bench tasks (task.yaml) and copy Harbor tasks under SRC into
     DEST in the native layout, one directory per task. Existing tasks in DEST are not touched."""
-    from engine.tasks.importer import import_tasks
-
     dest.mkdir(parents=True, exist_ok=True)
     done, errors = import_tasks(src, dest)
     table = new_table(f"imported {len(done)} tasks into {dest}", "task", "format", "from", "to")
@@ -153,11 +150,9 @@ def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: 
     The families sit at the bundled model's frontier; instances are deterministic in (family,
     split, seed, index). Run `trsi-tui tasks check DEST` to validate them in sandboxes.
     """
-    from engine.tasks.curriculum import FAMILIES, CurriculumError, generate
-
     chosen = list(FAMILIES) if "all" in families else list(families)
     try:
-        written = generate(chosen, instances, split, seed, dest)
+        written = generate_curriculum(chosen, instances, split, seed, dest)
     except CurriculumError as exc:
         raise failure(exc) from None
     out.print(f"wrote {len(written)} tasks ({len(chosen)} families x {instances}) to {dest / split}")

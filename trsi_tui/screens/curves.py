@@ -17,24 +17,10 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header
 from textual_plotext import PlotextPlot
 
-from engine.store.records import PIPELINE_STAGES
+from engine.api import CurveRun, RunCurvesUpdate, StagePasses
 from trsi_tui.loading import LiveStoreView
 
 REFRESH_S = 3.0
-
-
-# Of what training logs, the curves a person watches: the rest (timings, counts) is in the store.
-PLOTTED = (
-    "sft/loss",
-    "rpr/reward",
-    "rpr/success",
-    "rpr/expected_success",
-    "rpr/probe_success",
-    "ppo/kl",
-    "ppo/value_loss",
-    "ppo/explained_variance",
-    "ppo/entropy",
-)
 
 
 class CurvesScreen(LiveStoreView, Screen):
@@ -46,7 +32,7 @@ class CurvesScreen(LiveStoreView, Screen):
         self.run_id: str | None = None
         self.titles: dict[str, str] = {}  # plot id -> its current title, as drawn
         self._cache = RunCurves("")  # what has been read of the shown run so far
-        self._stages: dict = {}
+        self._stages: StagePasses | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -68,22 +54,15 @@ class CurvesScreen(LiveStoreView, Screen):
             self.replot()  # only what was stored since the last read
 
     def action_refresh(self) -> None:
-        store = self.app.store
-        self.load("runs", lambda: (store.runs.list(100), store.metrics.runs()))
+        self.load("runs", self.app.engine.curve_runs)
 
-    def show_runs(self, data: tuple) -> None:
-        runs, metric_runs = data
+    def show_runs(self, runs: list[CurveRun]) -> None:
         table = self.query_one("#runs", DataTable)
-        known = {r.id for r in runs}
         table.clear()
         for r in runs:
             table.add_row(r.id, r.kind, r.agent, key=r.id)
-        for run_id in metric_runs:  # training runs that log metrics but hold no episodes
-            if run_id not in known:
-                table.add_row(run_id, "training", "-", key=run_id)
-                known.add(run_id)
-        if self.run_id not in known:
-            self.run_id = runs[0].id if runs else next(iter(known), None)
+        if self.run_id not in {r.id for r in runs}:
+            self.run_id = runs[0].id if runs else None
         if self.run_id is not None:
             table.move_cursor(row=table.get_row_index(self.run_id))
         self.replot()
@@ -96,30 +75,26 @@ class CurvesScreen(LiveStoreView, Screen):
 
     def replot(self) -> None:
         """Read what is new for the shown run (everything, when the run changed), then draw."""
-        from engine.pipeline.lineage import stored_seeds
-        from engine.pipeline.summary import summarize
-
-        store, run_id = self.app.store, self.run_id
+        engine, run_id = self.app.engine, self.run_id
         cache = self._cache if self._cache.run_id == run_id else RunCurves(run_id or "")
         after_episode, after_point = cache.last_episode, cache.last_point
 
-        def fetch() -> tuple:
-            outcomes = store.runs.outcomes(run_id, after=after_episode) if run_id else []
-            points = store.metrics.points(run_id, after_rowid=after_point) if run_id else []
-            stages = store.stages.all()
-            seeds = stored_seeds(stages)
-            return cache, outcomes, points, (stages, summarize(store, seeds) if len(seeds) > 1 else [])
+        def fetch() -> tuple[RunCurves, RunCurvesUpdate | None, StagePasses]:
+            update = engine.run_curves(run_id, after_episode, after_point) if run_id else None
+            return cache, update, engine.stage_passes()
 
         self.load("curves", fetch)
 
-    def show_curves(self, data: tuple) -> None:
-        cache, outcomes, points, stages = data
+    def show_curves(self, data: tuple[RunCurves, RunCurvesUpdate | None, StagePasses]) -> None:
+        cache, update, stages = data
         if cache.run_id != (self.run_id or ""):
             return  # read for a run no longer shown
-        if cache is self._cache and cache.drawn and not outcomes and not points and stages == self._stages:
+        new = update is not None and (update.outcomes or update.points)
+        if cache is self._cache and cache.drawn and not new and stages == self._stages:
             return  # nothing new since the last draw
         self._stages = stages
-        cache.add(outcomes, [p for p in points if p.name in PLOTTED])
+        if update is not None:
+            cache.add(update)
         cache.drawn = True
         self._cache = cache
         self._draw_reward(cache)
@@ -160,21 +135,16 @@ class CurvesScreen(LiveStoreView, Screen):
             plt.xlabel("step")
         training.refresh()
 
-    def _draw_stages(self, data: tuple) -> None:
+    def _draw_stages(self, passes: StagePasses) -> None:
         """pass@1 per stage with its 95% interval: over training seeds when there are several."""
-        stages, over_seeds = data
         stages_plot = self.query_one("#stages", PlotextPlot)
-        if over_seeds:
-            rows = [(r.stage, r.mean.estimate, r.mean.low, r.mean.high) for r in over_seeds if r.mean is not None]
-            seeds = max(len(r.seeds) for r in over_seeds)
-            title = f"pass@1 by pipeline stage: mean over {seeds} training seeds, 95% interval (held-out eval)"
+        if passes.over_seeds:
+            title = (
+                f"pass@1 by pipeline stage: mean over {passes.over_seeds} training seeds, 95% interval (held-out eval)"
+            )
         else:
-            rows = [
-                (n, stages[n].pass_at_1, stages[n].ci_low, stages[n].ci_high)
-                for n in PIPELINE_STAGES
-                if n in stages and stages[n].pass_at_1 is not None
-            ]
             title = "pass@1 by pipeline stage, 95% interval (held-out eval)"
+        rows = [(s.stage, s.pass_at_1, s.low, s.high) for s in passes.stages]
         stages_plot.display = bool(rows)
         if rows:
             plt = stages_plot.plt
@@ -203,10 +173,8 @@ class RunCurves:
         self.last_point = 0
         self.drawn = False
 
-    def add(self, outcomes, points) -> None:
-        for o in outcomes:
-            self.episodes.append((o.success, o.reward))
-            self.last_episode = max(self.last_episode, o.seq)
-        for p in points:
+    def add(self, update: RunCurvesUpdate) -> None:
+        self.episodes += [(o.success, o.reward) for o in update.outcomes]
+        for p in update.points:
             self.series[p.name][p.step] = p.value  # a resumed step overwrites its value
-            self.last_point = max(self.last_point, p.seq)
+        self.last_episode, self.last_point = update.next_episode, update.next_point

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual_plotext import PlotextPlot
 
+from engine.api import DashboardView, RolloutCurve
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, cluster_line, run_row, seed_rows, stage_rows
 
@@ -51,27 +52,7 @@ class DashboardScreen(LiveStoreView, Screen):
         self.query_one("#runs", DataTable).focus()
 
     def action_refresh(self) -> None:
-        from engine.pipeline.lineage import stored_seeds
-        from engine.pipeline.summary import summarize
-
-        store = self.app.store
-
-        def fetch() -> tuple:
-            series = []  # RPR rollout reward and success per round, stage after stage
-            probes = []  # the success of each stage's fixed probe, at the round it followed
-            offset = 0
-            for run in (r for r in store.metrics.runs() if r.startswith("rpr-")):
-                points = {p.step: p.value for p in store.metrics.points(run, "rpr/reward")}
-                wins = {p.step: p.value for p in store.metrics.points(run, "rpr/success")}
-                series += [(offset + step, points[step], wins.get(step, 0.0)) for step in sorted(points)]
-                probes += [(offset + p.step, p.value) for p in store.metrics.points(run, "rpr/probe_success")]
-                offset += max(points, default=0)
-            stages = store.stages.all()
-            seeds = stored_seeds(stages)
-            summary = summarize(store, seeds) if len(seeds) > 1 else []
-            return stages, store.runs.list(50), (series, probes), summary
-
-        self.load("dashboard", fetch)
+        self.load("dashboard", self.app.engine.dashboard)
         self._refresh_cluster()
         self._show_now()
 
@@ -79,7 +60,7 @@ class DashboardScreen(LiveStoreView, Screen):
         """The cluster's one line, when episodes run on one: asked on a worker thread (each node
         answers over the network), at most every CLUSTER_EVERY_S."""
         engine = self.app.engine
-        if engine.config.cluster.engine != "ray":
+        if not engine.uses_cluster:
             return
         now = time.monotonic()
         if now - self.__dict__.get("_cluster_asked", -CLUSTER_EVERY_S) < CLUSTER_EVERY_S:
@@ -92,48 +73,45 @@ class DashboardScreen(LiveStoreView, Screen):
         widget.update(line)
         widget.display = True
 
-    def show_dashboard(self, data: tuple) -> None:
+    def show_dashboard(self, data: DashboardView) -> None:
         if data == self.__dict__.get("_shown"):
             self._show_now()
             return  # the store has not changed: keep the tables and the plot
         self._shown = data
-        stages, runs_found, series, summary = data
         table = self.query_one("#stages", DataTable)
         table.clear()
         # The plain stage names are training seed 0's lineage; other seeds show in the table below.
-        for row in stage_rows(stages, missing="not run", short=True):
+        for row in stage_rows(data.stages, missing="not run", short=True):
             table.add_row(*row)
         over_seeds = self.query_one("#seeds", DataTable)
         over_seeds.clear()
-        for row in seed_rows(summary):
+        for row in seed_rows(data.over_seeds):
             over_seeds.add_row(*row)
-        over_seeds.display = self.query_one("#seeds-title").display = bool(summary)
-        self._plot_reward(series)
+        over_seeds.display = self.query_one("#seeds-title").display = bool(data.over_seeds)
+        self._plot_reward(data.rollouts)
         runs = self.query_one("#runs", DataTable)
         cursor = runs.cursor_row
         runs.clear()
-        for r in runs_found:
+        for r in data.runs:
             runs.add_row(*run_row(r), key=r.id)
         if runs.row_count:
             runs.move_cursor(row=min(cursor, runs.row_count - 1))
         self._show_now()
 
-    def _plot_reward(self, curves: tuple[list[tuple[int, float, float]], list[tuple[int, float]]]) -> None:
-        series, probes = curves
+    def _plot_reward(self, curve: RolloutCurve) -> None:
         plot = self.query_one("#reward", PlotextPlot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        if series:
-            xs = [x for x, _, _ in series]
-            plt.plot(xs, [r for _, r, _ in series], label="reward", marker="braille")
-            plt.plot(xs, [w for _, _, w in series], label="success", marker="braille")
-            if probes:  # the same tasks and seeds every time: this one shows the actor improving
-                plt.plot([x for x, _ in probes], [v for _, v in probes], label="probe success", marker="braille")
+        if curve.rounds:
+            plt.plot(list(curve.rounds), list(curve.reward), label="reward", marker="braille")
+            plt.plot(list(curve.rounds), list(curve.success), label="success", marker="braille")
+            if curve.probe_rounds:  # the same tasks and seeds every time: this one shows the actor improving
+                plt.plot(list(curve.probe_rounds), list(curve.probe_success), label="probe success", marker="braille")
             plt.ylim(0, 1)
         self.reward_title = (
-            f"RPR rollouts: mean reward and success, {len(series)} round(s)"
-            if series
+            f"RPR rollouts: mean reward and success, {len(curve.rounds)} round(s)"
+            if curve.rounds
             else "RPR rollouts: no rounds yet"
         )
         plt.title(self.reward_title)

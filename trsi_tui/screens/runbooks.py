@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
 
-from engine.store.records import Runbook
+from engine.api import Runbook
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
@@ -61,8 +61,8 @@ class RunbooksScreen(LiveStoreView, Screen):
     def action_refresh(self, select: str | None = None) -> None:
         """Re-read the queue; `select` a runbook by id when it is in the new list."""
         status = self.query_one("#status", Select).value
-        store = self.app.store
-        self.load("runbooks", lambda: (store.runbooks.list(status=None if status == "all" else str(status)), select))
+        engine = self.app.engine
+        self.load("runbooks", lambda: (engine.runbooks(str(status)), select))
 
     def show_runbooks(self, data: tuple) -> None:
         runbooks, select = data
@@ -140,9 +140,9 @@ class RunbooksScreen(LiveStoreView, Screen):
         text = self.query_one("#text", TextArea)
         if self.current is None or text.read_only:
             return
-        store, runbook_id, edited = self.app.store, self.current.id, text.text
+        engine, runbook_id, edited = self.app.engine, self.current.id, text.text
         text.read_only = True
-        self.load("saved", lambda: store.runbooks.edit(runbook_id, edited))
+        self.load("saved", lambda: engine.edit_runbook(runbook_id, edited))
 
     def show_saved(self, runbook: Runbook) -> None:
         self.current = runbook
@@ -161,16 +161,10 @@ class RunbooksScreen(LiveStoreView, Screen):
         text = self.query_one("#text", TextArea)
         edited = text.text if not text.read_only and text.text != printable(self.current.text) else None
         note_input = self.query_one("#note", Input)
-        store, runbook_id, note = self.app.store, self.current.id, note_input.value.strip()
-
-        def decide() -> Runbook:
-            if edited is not None:
-                store.runbooks.edit(runbook_id, edited)  # approving an edit keeps the edit
-            return store.runbooks.decide(runbook_id, status, by="human", note=note)
-
+        engine, runbook_id, note = self.app.engine, self.current.id, note_input.value.strip()
         note_input.value = ""
         self.query_one("#runbooks", DataTable).focus()
-        self.load("decided", decide)
+        self.load("decided", lambda: engine.decide_runbook(runbook_id, status, note=note, edited=edited))
 
     def show_decided(self, decided: Runbook) -> None:
         self.notify(f"Runbook {decided.id} ({decided.task}) {decided.status}.")

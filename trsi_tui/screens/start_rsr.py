@@ -6,8 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Label, Select
 
-from engine.api import RsrRequest
-from engine.policy import PolicyError, parse_model_spec
+from engine.api import PolicyError, RsrRequest, parse_model_spec
 from trsi_tui.loading import StoreLoader
 from trsi_tui.screens.form import FormScreen, backend_select, positive
 from trsi_tui.screens.start_run import DEFAULT_MODEL
@@ -42,8 +41,7 @@ class StartRsrScreen(StoreLoader, FormScreen):
         yield Input(str(config.eval.concurrency), type="integer", id="concurrency", compact=True)
 
     def on_mount(self) -> None:
-        store = self.engine.store
-        self.load("next_round", store.rsr.next_round)
+        self.load("next_round", self.engine.next_rsr_round)
 
     def show_next_round(self, round: int) -> None:
         field = self.query_one("#round", Input)

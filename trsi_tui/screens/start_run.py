@@ -11,10 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Label, Select
 
-from engine.api import EvalRequest
-from engine.rollout.agents import SCRIPTED_AGENTS
-from engine.rollout.harnesses import HARNESSES
-from engine.tasks import load_suite
+from engine.api import HARNESSES, SCRIPTED_AGENTS, EvalRequest
 from trsi_tui.screens.form import FormScreen, backend_select, positive
 
 DEFAULT_MODEL = "bundled:smollm2-135m"
@@ -73,7 +70,7 @@ class StartRunScreen(FormScreen):
         split = str(self.query_one("#split", Select).value)
         only = tuple(n.strip() for n in self.query_one("#only", Input).value.split(",") if n.strip())
         if only:
-            suite = load_suite(suite_path)
+            suite = self.engine.load_suite(suite_path)
             names = {t.name for t in suite.tasks if split == "all" or t.split == split}
             unknown = [n for n in only if n not in names]
             if unknown:

@@ -17,10 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
 
-from engine.api import EvalRequest
-from engine.paths import builtin_tasks_dir
-from engine.rsr.frontier import PassEstimate
-from engine.tasks import Suite, Task, load_suite
+from engine.api import EvalRequest, Suite, SuiteOverview, Task, TaskDetail, TaskStatus, builtin_tasks_dir
 from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup, one_line, printable
 
@@ -59,11 +56,8 @@ class TasksScreen(StoreLoader, Screen):
     def on_mount(self) -> None:
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid", "pass est.")
         self.open_suite(self.suites[0])
-        store = self.app.store
-        self.load(
-            "suites",
-            lambda: _existing([*self.suites, *(Path(r.tasks_path) for r in store.runs.list(200) if r.tasks_path)]),
-        )
+        engine, shown = self.app.engine, self.suites
+        self.load("suites", lambda: _existing([*shown, *engine.stored_suites(200)]))
 
     def show_suites(self, suites: list[Path]) -> None:
         self.suites = suites
@@ -80,27 +74,17 @@ class TasksScreen(StoreLoader, Screen):
             self.open_suite(Path(str(event.value)))
 
     def open_suite(self, root: Path) -> None:
-        store = self.app.store
+        engine = self.app.engine
+        self.load("suite", lambda: engine.suite_overview(root))
 
-        def fetch() -> tuple:
-            suite = load_suite(root)
-            explored = store.rsr.latest_explore_outcomes()
-            return (
-                suite,
-                {t.name: _valid_text(store, t.name) for t in suite.tasks},
-                {t.name: _estimate_text(explored.get(t.name)) for t in suite.tasks},
-            )
-
-        self.load("suite", fetch)
-
-    def show_suite(self, data: tuple) -> None:
-        self.suite, valid, estimates = data
+    def show_suite(self, overview: SuiteOverview) -> None:
+        self.suite = overview.suite
         table = self.query_one("#tasks", DataTable)
         table.clear()
         for task in self.suite.tasks:
-            table.add_row(
-                task.name, task.split or "-", task.difficulty, valid[task.name], estimates[task.name], key=task.name
-            )
+            status = overview.tasks[task.name]
+            valid, estimate = _valid_text(status), _estimate_text(status)
+            table.add_row(task.name, task.split or "-", task.difficulty, valid, estimate, key=task.name)
         errors = self.query_one("#suite-errors", Static)
         errors.update("\n".join(f"malformed: {e.path}: {e.reason}" for e in self.suite.errors))
         errors.display = bool(self.suite.errors)
@@ -123,21 +107,12 @@ class TasksScreen(StoreLoader, Screen):
             f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]"
         )
         self.query_one("#instruction", Markdown).update(printable(task.instruction))
-        store = self.app.store
+        engine = self.app.engine
+        self.load("task", lambda: engine.task_detail(task.name))
 
-        def fetch() -> tuple:
-            oracle = store.runs.latest_episode(task.name, "oracle")
-            checks = store.runs.checks(oracle.id) if oracle is not None else []
-            validation = {
-                agent: store.runs.latest_episode(task.name, agent, "tasks-check") for agent in ("oracle", "nop")
-            }
-            return task.name, oracle, checks, validation
-
-        self.load("task", fetch)
-
-    def show_task(self, data: tuple) -> None:
-        name, oracle, found, validation = data
-        if self.selected is None or self.selected.name != name:
+    def show_task(self, detail: TaskDetail) -> None:
+        oracle = detail.oracle
+        if self.selected is None or self.selected.name != detail.task:
             return
         if oracle is None:
             checks = "[dim]No stored oracle run yet: press o to run the oracle, or v to validate.[/]"
@@ -145,14 +120,16 @@ class TasksScreen(StoreLoader, Screen):
             rows = [
                 f"{'[green]✓[/]' if c.status == 'passed' else '[red]✗[/]'} {markup(c.name)}"
                 + (f"  [dim]{markup(one_line(c.message, 80))}[/]" if c.message else "")
-                for c in found
+                for c in detail.checks
             ]
             checks = "\n".join(rows) or "[dim]The verifier reported no named checks.[/]"
             checks += f"\n[dim](as reported for the oracle in run {oracle.run_id})[/]"
         self.query_one("#checks", Static).update(checks)
         lines = []
-        for agent, want in (("oracle", "passes every check"), ("nop", "must not succeed")):
-            ep = validation[agent]
+        for agent, want, ep in (
+            ("oracle", "passes every check", detail.checked_oracle),
+            ("nop", "must not succeed", detail.checked_nop),
+        ):
             if ep is None:
                 lines.append(f"{agent}: not checked ({agent} {want})")
             else:
@@ -190,18 +167,13 @@ def _existing(candidates) -> list[Path]:
     return seen
 
 
-def _valid_text(store, name: str) -> str:
-    oracle = store.runs.latest_episode(name, "oracle", "tasks-check")
-    nop = store.runs.latest_episode(name, "nop", "tasks-check")
-    if oracle is None or nop is None:
-        return "unchecked"
-    return "yes" if oracle.success and not nop.success and nop.reward is not None else "NO"
+def _valid_text(status: TaskStatus) -> str:
+    return "unchecked" if status.valid is None else ("yes" if status.valid else "NO")
 
 
-def _estimate_text(explored: tuple[int, list[tuple[bool, float]]] | None) -> str:
+def _estimate_text(status: TaskStatus) -> str:
     """`2/6 0.38 r1`: successes/attempts, the Laplace pass estimate, the RSR round; `-` if never explored."""
-    if explored is None:
+    estimate = status.estimate
+    if estimate is None:
         return "-"
-    round_, attempts = explored
-    estimate = PassEstimate.of(attempts)
-    return f"{estimate.successes}/{estimate.attempts} {estimate.rate:.2f} r{round_}"
+    return f"{estimate.successes}/{estimate.attempts} {estimate.rate:.2f} r{status.round}"

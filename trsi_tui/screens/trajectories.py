@@ -43,8 +43,8 @@ class TrajectoriesScreen(LiveStoreView, Screen):
         self._load_runs()
 
     def _load_runs(self, then_show: str | None = None) -> None:
-        store = self.app.store
-        self.load("runs", lambda: (store.runs.list(200), then_show))
+        engine = self.app.engine
+        self.load("runs", lambda: (engine.runs(200), then_show))
 
     def show_runs(self, data: tuple) -> None:
         runs, then_show = data
@@ -67,8 +67,8 @@ class TrajectoriesScreen(LiveStoreView, Screen):
     def action_refresh(self) -> None:
         select = self.query_one("#run", Select)
         run = None if select.is_blank() else str(select.value)
-        store = self.app.store
-        self.load("episodes", lambda: store.runs.episodes(run_id=run))
+        engine = self.app.engine
+        self.load("episodes", lambda: engine.episodes(run))
 
     def show_episodes(self, episodes: list) -> None:
         needle = self.query_one("#task", Input).value.strip().lower()

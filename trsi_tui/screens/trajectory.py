@@ -12,7 +12,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 
-from engine.results import AgentStep
+from engine.api import AgentStep, EpisodeDetail
 from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import one_line
@@ -43,19 +43,12 @@ class TrajectoryScreen(StoreLoader, Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        store, episode_id = self.app.store, self.episode_id
-        self.load(
-            "episode",
-            lambda: (
-                store.runs.episode(episode_id),
-                store.runs.episode_model(episode_id),
-                store.runs.steps(episode_id),
-                store.runs.checks(episode_id),
-            ),
-        )
+        engine, episode_id = self.app.engine, self.episode_id
+        self.load("episode", lambda: engine.episode_detail(episode_id))
 
-    def show_episode(self, data: tuple) -> None:
-        episode, model, self.steps, checks = data
+    def show_episode(self, detail: EpisodeDetail) -> None:
+        episode, model, checks = detail.episode, detail.model, detail.checks
+        self.steps = list(detail.steps)
         head = f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}" + (
             f"  model {model.model} ({model.harness})" if model.model else ""
         )

@@ -1,25 +1,34 @@
-"""The engine facade the CLI and the TUI call: config + store + event bus + the operations."""
+"""The engine facade the CLI and the TUI call: config + store + event bus + the operations that
+run work (its reads of what is stored are in `engine.api.reads`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from engine.config import Config, load_config
+from engine.api.reads import StoreReads
+from engine.api.requests import EvalRequest, PipelineRequest, RprRequest, RsrRequest
+from engine.cluster.access import Access as ClusterAccess
+from engine.cluster.access import cluster_access
+from engine.config import AgentSettings, Config, load_config
+from engine.config.logs import setup_logging
+from engine.config.paths import Paths, builtin_tasks_dir, resolve_paths
 from engine.events import EventBus
-from engine.logs import setup_logging
-from engine.paths import Paths, builtin_tasks_dir, resolve_paths
+from engine.pipeline.lineage import parse_seeds
 from engine.results import EpisodeResult
-from engine.rollout.agent_spec import AgentSpec, SpecAgentFactory
-from engine.rollout.agents import make_agent
+from engine.resumable import WorkContext
 from engine.rollout.runner import EpisodeJob, EpisodeRunner, summarize
 from engine.rollout.validation import TaskCheck, check_suites
-from engine.stage import StageContext
-from engine.stats import RunComparison, compare_runs
+from engine.stats import TaskAggregate, per_task
 from engine.store import Store
-from engine.store.records import RunRecord, StageRecord
+from engine.store.records import StageRecord
 from engine.tasks import Suite, load_suite
 from sandboxes import preflight
+
+if TYPE_CHECKING:  # for annotations only: each stage is imported where it is built
+    from engine.rpr.stage import RprReport
+    from engine.rsr.report import RoundReport
 
 
 @dataclass
@@ -31,37 +40,14 @@ class EvalReport:
     def to_json(self) -> dict[str, object]:
         return {"run_id": self.run_id, "results": [r.summary() for r in self.results], "summary": self.summary}
 
-
-@dataclass(frozen=True)
-class EvalRequest:
-    """What the TUI's start-run form (or any caller) asks `Engine.evaluate` to run."""
-
-    agent: str = "oracle"
-    tasks: str | None = None
-    split: str | None = None
-    only: tuple[str, ...] = ()
-    model: str | None = None
-    harness: str = "fenced-bash-primed"
-    backend: str | None = None
-    concurrency: int | None = None
-    seeds: int = 1
-    attempts: int = 1
+    def per_task(self) -> list[TaskAggregate]:
+        """Each task's episodes, successes and pass@1 (the mean over its scored episodes)."""
+        return per_task((r.task, r.success, r.scored) for r in self.results)
 
 
-@dataclass(frozen=True)
-class RsrRequest:
-    """What the TUI's RSR form asks `Engine.rsr_round` to run."""
+class Engine(StoreReads):
+    """Config + store + event bus, and every operation a front end starts: the one door into the engine."""
 
-    round: int
-    model: str
-    tasks: str | None = None
-    approval: str | None = None
-    attempts: int | None = None
-    backend: str | None = None
-    concurrency: int | None = None
-
-
-class Engine:
     def __init__(self, config: Config, store: Store, paths: Paths | None = None, bus: EventBus | None = None) -> None:
         self.config = config
         self.store = store
@@ -72,7 +58,25 @@ class Engine:
         self._stop_requested = False
         self._executor = None  # the cluster's, once joined; kept so workers keep their replicas
 
+    # -- configuration ---------------------------------------------------------------------------
+    def use_config(self, config: Config, *, keep_tui: bool = False) -> None:
+        """Work with `config` from now on (`pipeline run --config`); `keep_tui` keeps this engine's
+        [tui] section (the home's keymap) instead of the new one's."""
+        if keep_tui:
+            config = config.model_copy(update={"tui": self.config.tui})
+        self.config = config
+        self._executor = None
+
+    def training_seeds(self, text: str | None = None) -> list[int]:
+        """The training seeds `text` names ("0,1,2" or "0-2"; ValueError with the reason), else the config's."""
+        return parse_seeds(text) if text else self.config.pipeline.training_seeds()
+
     # -- where episodes run -----------------------------------------------------------------------
+    @property
+    def uses_cluster(self) -> bool:
+        """Whether episodes run on a Ray cluster (`[cluster] engine = "ray"`, or `use_cluster`)."""
+        return self.config.cluster.engine == "ray"
+
     def use_cluster(self, address: str) -> None:
         """Run episodes on the Ray cluster at `address` (the `--cluster` option)."""
         from engine.config import ClusterConfig
@@ -95,6 +99,10 @@ class Engine:
         from engine.cluster.status import cluster_status
 
         return cluster_status(self.config.cluster, self._executor)
+
+    def cluster_access(self) -> ClusterAccess:
+        """Who can use the configured cluster: token authentication, and where its head listens."""
+        return cluster_access(self.config.cluster)
 
     @classmethod
     def open(cls, home: str | None = None) -> "Engine":
@@ -141,11 +149,11 @@ class Engine:
         attempts: int = 1,
         split: str | None = None,
         model: str | None = None,
-        harness: str = "fenced-bash-primed",
-        temperature: float = 0.7,
+        harness: str | None = None,
+        temperature: float | None = None,
         seed: int = 0,
         seeds: int = 1,
-        max_turns: int = 20,
+        max_turns: int | None = None,
         only: tuple[str, ...] | list[str] = (),
     ) -> tuple[EvalReport, Suite]:
         """Every chosen task runs `attempts` x `seeds` episodes; seed s samples with seed+s.
@@ -162,42 +170,29 @@ class Engine:
                     f"unknown task(s) {', '.join(unknown)} in {suite.root}" + (f" (split {split})" if split else "")
                 )
             chosen = [t for t in chosen if t.name in set(only)]
+        from engine.pipeline.evaluation import EvalAgents, eval_episodes
+
+        settings = policy = None
         if agent == "model":
-            from engine.policy import PolicyError, load_configured_policy, parse_model_spec
-            from engine.stage import KeyedStage, task_seed
+            from engine.policy import PolicyError, parse_model_spec
 
             if not model:
                 raise PolicyError("--agent model needs --model SPEC")
             parse_model_spec(model)
-            policy = None
-            if self.executor() is None:
-                # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode);
-                # on a cluster each worker loads its own replica instead.
-                policy = load_configured_policy(
-                    model, self.config.policy, instances=concurrency or self.config.eval.concurrency
-                )
-
-            def factory(t, s: int, a: int):
-                return KeyedStage.agent_factory(
-                    model,
-                    policy,
-                    harness,
-                    temperature=temperature,
-                    seed=task_seed((seed + s) * 1000 + a, t.name),
-                    max_turns=max_turns,
-                    max_reply_tokens=self.config.policy.max_reply_tokens,
-                )
-        else:
-            make_agent(agent)  # fail fast on an unknown agent name
-
-            def factory(t, s: int, a: int):
-                return SpecAgentFactory(AgentSpec(agent))
-
+            settings = AgentSettings.for_eval(self.config)
+            settings = replace(
+                settings.with_harness(harness or settings.harness),
+                temperature=settings.temperature if temperature is None else temperature,
+                max_turns=max_turns or settings.max_turns,
+            )
+            # Loaded once and shared by every episode (GGUF: one sequence per concurrent episode);
+            # on a cluster each worker loads its own replica instead.
+            work = self.stage_context(tasks=suite.root, backend=backend, concurrency=concurrency)
+            policy = work.rollout_policy(model)
+        agents = EvalAgents(agent, model=model or "", policy=policy, settings=settings, seed=seed)
         jobs = [
-            EpisodeJob(t, factory(t, s, a), attempt=s * attempts + a)
-            for t in chosen
-            for s in range(seeds)
-            for a in range(attempts)
+            EpisodeJob(e.task, agents(e), attempt=e.sampling_seed * attempts + e.attempt)
+            for e in eval_episodes(chosen, seeds=seeds, attempts=attempts)
         ]
         self._runner = self._new_runner(backend)
         run_id, results = self._runner.run(
@@ -211,9 +206,9 @@ class Engine:
 
     def stage_context(
         self, *, tasks: str | Path | None, backend: str | None, concurrency: int | None, seed: int = 0
-    ) -> StageContext:
+    ) -> WorkContext:
         """What the stages built here work with; the one place they are given a store, bus and paths."""
-        return StageContext(
+        return WorkContext(
             config=self.config,
             store=self.store,
             bus=self.bus,
@@ -226,7 +221,7 @@ class Engine:
             executor=self.executor(),
         )
 
-    def rsr_round(self, round: int, *, model: str, **options):
+    def rsr_round(self, round: int, *, model: str, **options) -> RoundReport:
         """Run (or resume) RSR round `round`. `options`: tasks, backend, concurrency, seed (see
         `stage_context`); every other key replaces that key of the config's [rsr] section."""
         from engine.rsr.round import RsrRound
@@ -234,15 +229,15 @@ class Engine:
         ctx, settings = self._stage_setup(self.config.rsr, options)
         return self._run_work(lambda: RsrRound(ctx, round=round, model=model, settings=settings), ctx.backend)
 
-    def rpr_stage(self, round: int, *, model: str, critic_from: str | Path | None = None, **options):
-        """Run (or resume) RPR stage `round`, inheriting the critic of the checkpoint `critic_from`.
+    def rpr_stage(self, number: int, *, model: str, critic_from: str | Path | None = None, **options) -> RprReport:
+        """Run (or resume) RPR stage `number` (RPR-N), inheriting the critic of the checkpoint `critic_from`.
         `options` as for `rsr_round`, the rest replacing keys of the config's [rpr] section."""
         from engine.rpr.stage import RprStage
 
         ctx, settings = self._stage_setup(self.config.rpr, options)
         critic = Path(critic_from) if critic_from else None
         return self._run_work(
-            lambda: RprStage(ctx, round=round, model=model, settings=settings, critic_from=critic), ctx.backend
+            lambda: RprStage(ctx, number=number, model=model, settings=settings, critic_from=critic), ctx.backend
         )
 
     def _stage_setup(self, section, options: dict):
@@ -282,39 +277,7 @@ class Engine:
         finally:
             self._work = None
 
-    # -- what is stored ------------------------------------------------------------------------
-    def stages(self) -> dict[str, StageRecord]:
-        """The pipeline's stage table as stored (every lineage's stages, under their stored names)."""
-        return self.store.stages.all()
-
-    def stages_over_seeds(self, seeds: list[int] | None = None):
-        """Each stage's pass@1 over training seeds, and its paired gain over its parent
-        (every seed with a stage in the store, unless `seeds` says which)."""
-        from engine.pipeline.lineage import stored_seeds
-        from engine.pipeline.summary import summarize
-
-        return summarize(self.store, seeds if seeds is not None else stored_seeds(self.store.stages.all()))
-
-    def runs(self, limit: int = 50) -> list[RunRecord]:
-        """Stored runs, newest first."""
-        return self.store.runs.list(limit)
-
-    def export_run(self, run_id: str, fmt: str, file: Path) -> int:
-        """A run's episodes written to `file` as JSON Lines or ATIF; KeyError for an unknown run."""
-        from engine.store.export import export_run
-
-        self.store.runs.get(run_id)
-        return export_run(self.store, run_id, fmt, file)
-
-    def compare_runs(self, run_a: str, run_b: str) -> RunComparison:
-        """pass@1 of run B against run A on their shared tasks; KeyError for an unknown run,
-        ValueError when they share no scored task."""
-        outcomes = []
-        for run_id in (run_a, run_b):
-            self.store.runs.get(run_id)
-            outcomes.append([(e.task, e.success) for e in self.store.runs.episodes(run_id) if e.reward is not None])
-        return compare_runs(*outcomes)
-
+    # -- requests from the front ends ------------------------------------------------------------
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:
         return self.evaluate(
             req.tasks,
@@ -327,6 +290,46 @@ class Engine:
             harness=req.harness,
             seeds=req.seeds,
             only=req.only,
+        )
+
+    def run_rsr(self, req: RsrRequest) -> RoundReport:
+        """Run (or resume) the RSR round `req` asks for."""
+        return self.rsr_round(
+            req.round,
+            model=req.model,
+            tasks=req.tasks,
+            backend=req.backend,
+            concurrency=req.concurrency,
+            seed=req.seed,
+            approval=req.approval,
+            attempts=req.attempts,
+            harnesses=list(req.harnesses) or None,
+            split=req.split,
+        )
+
+    def run_rpr(self, req: RprRequest) -> RprReport:
+        """Run (or resume) the RPR stage `req` asks for."""
+        return self.rpr_stage(
+            req.number,
+            model=req.model,
+            critic_from=req.critic_from,
+            tasks=req.tasks,
+            backend=req.backend,
+            concurrency=req.concurrency,
+            seed=req.seed,
+            rounds=req.rounds,
+            critic_warmup_rounds=req.critic_warmup_rounds,
+            harness=req.harness,
+        )
+
+    def run_pipeline(self, req: PipelineRequest) -> dict[int, dict[str, StageRecord]]:
+        """Run (or resume) the pipeline as `req` asks; each training seed's stages, as `pipeline` returns them."""
+        return self.pipeline(
+            tasks=req.tasks,
+            backend=req.backend,
+            concurrency=req.concurrency,
+            stop_after=req.stop_after,
+            seeds=list(req.seeds) or None,
         )
 
     def _preflight(self, backend: str) -> None:
