@@ -5,7 +5,12 @@ job's episode (its token ids, reward and success), every metric point, each stag
     python bench/same_behaviour.py --anchor 160445d        # prints a table, writes JSON
 
 The anchor runs from a `git worktree` of that commit with this checkout's virtual environment.
-One episode at a time (concurrency 1), so llama.cpp's batching cannot reorder sampling.
+One episode at a time (concurrency 1), each GGUF episode in a llama.cpp context of its own
+(`llama_backend = "instances"`): the batched backend's tokens can depend on when a request
+arrives (which cached cells it copies changes the last float bits), and so on the machine's load.
+Two things are left out of the comparison because no two runs share them, before or after a
+change: wall-clock metrics (`time/*`), and which runbook a replay key names (a runbook's id is
+random, and a replay's sampling seed derives from it, so replays are only counted).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ backend = "local"
 concurrency = 1
 [policy]
 max_reply_tokens = 64
+llama_backend = "instances"
 [rsr]
 approval = "auto"
 harnesses = ["fenced-bash-primed"]
@@ -96,11 +102,14 @@ def fingerprint(database: Path) -> dict[str, object]:
     db = sqlite3.connect(database)
     db.row_factory = sqlite3.Row
     tokens = {r["episode_id"]: r["ids"] for r in db.execute("SELECT episode_id, ids FROM episode_tokens")}
-    jobs = {}
+    jobs, replays = {}, []
     for r in db.execute(
         "SELECT j.scope, j.key, j.success, e.reward, e.id FROM jobs j JOIN episodes e ON e.id = j.episode_id"
     ):
         ids = tokens.get(r["id"], "")
+        if r["scope"].endswith("/replay"):
+            replays.append((r["reward"], bool(r["success"])))
+            continue
         jobs[f"{r['scope']}::{r['key']}"] = {
             "tokens": hashlib.sha256(ids.encode()).hexdigest()[:16],
             "reward": r["reward"],
@@ -109,10 +118,11 @@ def fingerprint(database: Path) -> dict[str, object]:
     metrics = {
         f"{r['run_id']}::{r['name']}::{r['step']}": round(r["value"], 6)
         for r in db.execute("SELECT run_id, name, step, value FROM metrics")
+        if not r["name"].startswith("time/")
     }
     stages = {r["name"]: r["pass_at_1"] for r in db.execute("SELECT name, pass_at_1 FROM stages")}
     samples = sorted(r["digest"] for r in db.execute("SELECT digest FROM sft_samples"))
-    return {"jobs": jobs, "metrics": metrics, "stages": stages, "samples": samples}
+    return {"jobs": jobs, "replays": sorted(replays), "metrics": metrics, "stages": stages, "samples": samples}
 
 
 def compare(a: dict, b: dict) -> list[tuple[str, int, int, int]]:
@@ -121,6 +131,8 @@ def compare(a: dict, b: dict) -> list[tuple[str, int, int, int]]:
         keys = set(a[part]) | set(b[part])
         same = sum(1 for k in keys if a[part].get(k) == b[part].get(k))
         rows.append((part, len(a[part]), len(b[part]), same))
+    same = int(len(a["replays"]) == len(b["replays"]))
+    rows.append(("replays (as many)", len(a["replays"]), len(b["replays"]), same))
     same = int(a["samples"] == b["samples"])
     rows.append(("sft samples (all equal)", len(a["samples"]), len(b["samples"]), same))
     return rows
@@ -161,7 +173,7 @@ def main() -> int:
     for part, n_a, n_b, same in rows:
         print(f"{part:<26}{n_a:>8}{n_b:>8}{same:>8}")
     print(f"wall: anchor {times['anchor']:.0f} s, head {times['head']:.0f} s")
-    identical = all(n_a == n_b == same for part, n_a, n_b, same in rows[:3]) and rows[3][3] == 1
+    identical = all(n_a == n_b == same for part, n_a, n_b, same in rows[:3]) and rows[3][3] == rows[4][3] == 1
     print("IDENTICAL" if identical else "DIFFERENT")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(

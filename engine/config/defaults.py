@@ -1,4 +1,4 @@
-"""The commented default configuration file (`trsi-tui init` writes it), with every value taken
+"""The commented default configuration file (`trsi-tui config init` writes it), with every value taken
 from the typed sections (engine/config/sections.py), so that a default is written only there."""
 
 from __future__ import annotations
