@@ -101,6 +101,26 @@ def test_runs_of_dead_processes_are_marked_interrupted(tmp_path: Path):
     assert Store(path).runs.get(run_id).status == "interrupted"
 
 
+def test_a_stage_whose_process_is_gone_shows_as_interrupted_not_running(tmp_path: Path):
+    """`pipeline status` after a runner was killed (SIGKILL, a closed terminal) must not say "running"."""
+    from engine.store.records import StageRecord
+
+    path = tmp_path / "db.sqlite"
+    s = Store(path)
+    s.stages.put(StageRecord("RPR-1", "running", parent="RSR-1", detail="round 3/12 (joint)"))
+    s.stages.put(StageRecord("RSR-1", "done", checkpoint="ckpt"))
+    s.close()
+    # Reopened while this process (the one running it) lives: still running.
+    assert Store(path).stages.all()["RPR-1"].status == "running"
+    s = Store(path)
+    s.db["stages"].update("RPR-1", {"pid": 2**22 + 12345})  # a pid that is not running
+    s.close()
+    stages = Store(path).stages.all()
+    assert stages["RPR-1"].status == "interrupted"
+    assert "run the pipeline again" in stages["RPR-1"].detail
+    assert stages["RSR-1"].status == "done"
+
+
 def test_a_failed_episode_write_leaves_nothing_half_stored(store: Store):
     run_id = store.runs.create("eval", backend="local", agent="oracle", tasks_path="x", total=1, config={})
     store.runs.record_episode(_result(run_id, "dup"))

@@ -40,6 +40,7 @@ class Store:
         self.metrics = MetricRepository(self.database)
         self.stages = StageRepository(self.database, self.jobs)
         self.runs.mark_dead()
+        self.stages.mark_dead()
 
     def schema_version(self) -> int:
         return self.database.schema_version()

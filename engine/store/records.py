@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PIPELINE_STAGES: tuple[str, ...] = ("Base", "RSR-1", "RPR-1", "RSR-2", "RPR-2")
-StageStatus = Literal["pending", "running", "done", "failed"]
+# "interrupted": it was running in a process that ended without saying so (killed, or its terminal
+# closed); the next `pipeline run` resumes it.
+StageStatus = Literal["pending", "running", "done", "failed", "interrupted"]
 
 
 @dataclass(frozen=True)

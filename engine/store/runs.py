@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from engine.results import AgentStep, EpisodeResult
 from engine.store.records import CheckRecord, EpisodeOutcome, EpisodeRecord, ModelRecord, RunRecord
-from engine.store.schema import Database, now
+from engine.store.schema import Database, now, pid_alive
 
 
 class RunRepository:
@@ -20,7 +20,7 @@ class RunRepository:
         """Runs left 'running' by a process that no longer exists were interrupted."""
         with self._d.lock:
             for row in self._d.db.query("SELECT id, pid FROM runs WHERE status = 'running'"):
-                if not _pid_alive(row["pid"]):
+                if not pid_alive(row["pid"]):
                     self._d.db["runs"].update(row["id"], {"status": "interrupted"})
 
     # -- writes ----------------------------------------------------------------------------
@@ -262,17 +262,3 @@ def _episode(r: dict) -> EpisodeRecord:
         tuple(x for x in (r["resource_events"] or "").split(",") if x),
         r["stop_reason"] or "",
     )
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

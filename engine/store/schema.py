@@ -7,6 +7,7 @@ misread.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from datetime import datetime, timezone
@@ -232,8 +233,28 @@ def _v6(db: sqlite_utils.Database) -> None:
         db[table].drop()
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6]
+def _v7(db: sqlite_utils.Database) -> None:
+    # The process running a stage: a stage left "running" by a process that is gone was interrupted.
+    db["stages"].add_column("pid", int)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether process `pid` of this machine is alive (a process of another user counts)."""
+    if not pid:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Database:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict
 
 from engine.store.jobs import JobRepository
 from engine.store.records import StageRecord
-from engine.store.schema import Database, now
+from engine.store.schema import Database, now, pid_alive
 
 
 class StageRepository:
@@ -14,8 +15,23 @@ class StageRepository:
         self._d, self._jobs = database, jobs
 
     def put(self, stage: StageRecord) -> None:
+        # A running stage names the process running it, so that one left behind by a dead process
+        # can be told apart from one still at work (mark_dead).
+        pid = os.getpid() if stage.status == "running" else None
         with self._d.lock:
-            self._d.db["stages"].upsert({**asdict(stage), "updated_at": stage.updated_at or now()}, pk="name")
+            self._d.db["stages"].upsert(
+                {**asdict(stage), "updated_at": stage.updated_at or now(), "pid": pid}, pk="name"
+            )
+
+    def mark_dead(self) -> None:
+        """Stages left 'running' by a process that no longer exists were interrupted."""
+        with self._d.lock:
+            for row in self._d.db.query("SELECT name, pid FROM stages WHERE status = 'running'"):
+                if not pid_alive(row["pid"]):
+                    self._d.db["stages"].update(
+                        row["name"],
+                        {"status": "interrupted", "detail": "its process ended; run the pipeline again to resume"},
+                    )
 
     def all(self) -> dict[str, StageRecord]:
         rows = self._d.rows("SELECT * FROM stages")
