@@ -41,6 +41,7 @@ from engine.rsr.round import RsrError
 from engine.stats import RunComparison, TaskAggregate, interval_text
 from engine.store import StoreError
 from engine.store.records import PIPELINE_STAGES, EpisodeRecord, Runbook, RunRecord, StageRecord
+from engine.store.work_lock import WorkBusy
 from engine.tasks import Suite, Task
 from engine.tasks.curriculum import FAMILIES, CurriculumError
 from engine.tasks.curriculum import generate as generate_curriculum
@@ -85,6 +86,7 @@ __all__ = [
     "RprError",
     "RsrError",
     "StoreError",
+    "WorkBusy",
     # values
     "AgentStep",
     "Config",

@@ -227,7 +227,9 @@ class Engine(StoreReads):
         from engine.rsr.round import RsrRound
 
         ctx, settings = self._stage_setup(self.config.rsr, options)
-        return self._run_work(lambda: RsrRound(ctx, round=round, model=model, settings=settings), ctx.backend)
+        return self._run_work(
+            f"RSR round {round}", lambda: RsrRound(ctx, round=round, model=model, settings=settings), ctx.backend
+        )
 
     def rpr_stage(self, number: int, *, model: str, critic_from: str | Path | None = None, **options) -> RprReport:
         """Run (or resume) RPR stage `number` (RPR-N), inheriting the critic of the checkpoint `critic_from`.
@@ -237,7 +239,9 @@ class Engine(StoreReads):
         ctx, settings = self._stage_setup(self.config.rpr, options)
         critic = Path(critic_from) if critic_from else None
         return self._run_work(
-            lambda: RprStage(ctx, number=number, model=model, settings=settings, critic_from=critic), ctx.backend
+            f"RPR stage {number}",
+            lambda: RprStage(ctx, number=number, model=model, settings=settings, critic_from=critic),
+            ctx.backend,
         )
 
     def _stage_setup(self, section, options: dict):
@@ -265,17 +269,21 @@ class Engine(StoreReads):
 
         ctx = self.stage_context(tasks=tasks, backend=backend, concurrency=concurrency)
         chosen = seeds or self.config.pipeline.training_seeds()
-        return self._run_work(lambda: SeededPipelines(ctx, chosen, stop_after=stop_after), ctx.backend)
+        return self._run_work("the pipeline", lambda: SeededPipelines(ctx, chosen, stop_after=stop_after), ctx.backend)
 
-    def _run_work(self, build, backend: str):
-        """Build long, resumable work with `build()`, run it, and keep it reachable by `cancel`."""
+    def _run_work(self, what: str, build, backend: str):
+        """Build long, resumable work with `build()`, run it, and keep it reachable by `cancel`.
+        It holds the store's work lock while it runs (WorkBusy when another process holds it)."""
+        from engine.store.work_lock import hold_work_lock
+
         self._preflight(backend)
         self._stop_requested = False
-        self._work = build()
-        try:
-            return self._work.run()
-        finally:
-            self._work = None
+        with hold_work_lock(self.store.path, what):
+            self._work = build()
+            try:
+                return self._work.run()
+            finally:
+                self._work = None
 
     # -- requests from the front ends ------------------------------------------------------------
     def run_request(self, req: EvalRequest) -> tuple[EvalReport, Suite]:

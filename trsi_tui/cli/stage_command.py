@@ -9,7 +9,7 @@ from typing import Callable, TypeVar
 
 import click
 
-from engine.api import ClusterError, Engine, PolicyError, RprError, RsrError
+from engine.api import ClusterError, Engine, PolicyError, RprError, RsrError, WorkBusy
 from engine.events import Event
 from sandboxes import SandboxError
 from trsi_tui.cli.common import TASKS_HELP, check_backend, cluster_option, engine_of, run_resumable
@@ -18,7 +18,7 @@ T = TypeVar("T")
 
 # What a stage can fail with that the user can fix (a model spec, a backend, a cluster, a
 # setting): a one-line error, not a traceback.
-STAGE_ERRORS = (SandboxError, PolicyError, RsrError, RprError, ValueError, ClusterError)
+STAGE_ERRORS = (SandboxError, PolicyError, RsrError, RprError, ValueError, ClusterError, WorkBusy)
 
 
 @dataclass(frozen=True)
