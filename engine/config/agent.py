@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.config.sections import Config
+from engine.config.sections import Config, PolicyConfig, RprConfig, RsrConfig
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,15 @@ class AgentSettings:
         return cls(p.eval_harness, p.eval_max_turns, config.policy.max_reply_tokens, p.eval_temperature)
 
     @classmethod
-    def for_rsr(cls, config: Config, harness: str) -> AgentSettings:
-        """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`)."""
-        return cls(harness, config.rsr.max_turns, config.policy.max_reply_tokens, config.rsr.temperature)
+    def for_rsr(cls, rsr: RsrConfig, policy: PolicyConfig, harness: str) -> AgentSettings:
+        """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`);
+        `rsr` is the round's own settings (the config's, with a request's options applied)."""
+        return cls(harness, rsr.max_turns, policy.max_reply_tokens, rsr.temperature)
 
     @classmethod
-    def for_rpr(cls, config: Config) -> AgentSettings:
-        """An RPR stage's rollouts and probes."""
-        r = config.rpr
-        return cls(r.harness, r.max_turns, config.policy.max_reply_tokens, r.temperature)
+    def for_rpr(cls, rpr: RprConfig, policy: PolicyConfig) -> AgentSettings:
+        """An RPR stage's rollouts and probes; `rpr` is the stage's own settings."""
+        return cls(rpr.harness, rpr.max_turns, policy.max_reply_tokens, rpr.temperature)
 
 
 # An agent built without settings of its own (tests, benches): what `trsi-tui eval` would use.

@@ -73,7 +73,7 @@ class RprStage(Resumable):
         super().__init__(ctx)
         self.number, self.model, self.tasks_path = number, model, ctx.tasks
         self.settings = settings or ctx.config.rpr
-        agent = AgentSettings.for_rpr(ctx.config.model_copy(update={"rpr": self.settings}))
+        agent = AgentSettings.for_rpr(self.settings, ctx.config.policy)
         self.dir = self.stage_dir(ctx.checkpoints_dir, number)
         self.concurrency, self.seed = ctx.concurrency, ctx.seed
         self.critic_from = Path(critic_from) if critic_from else None

@@ -67,5 +67,5 @@ class RoundWork:
         self, harness: str, seed: int, guidance: str | None = None, examples: tuple[WorkedExample, ...] = ()
     ) -> SpecAgentFactory:
         """Model agents of the round's policy under `harness`, as explore attempts and replays act."""
-        settings = AgentSettings.for_rsr(self.config.model_copy(update={"rsr": self.settings}), harness)
+        settings = AgentSettings.for_rsr(self.settings, self.config.policy, harness)
         return model_agents(self.model, self.policy, settings, seed=seed, guidance=guidance, examples=examples)
