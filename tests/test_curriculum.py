@@ -1,8 +1,11 @@
 """The curriculum (engine/tasks/curriculum.py): deterministic instances, train and eval kept
-apart, and every family valid in real sandboxes (oracle passes every check, nop does not)."""
+apart, tiers and held-out families, phrasings, and every family valid in real sandboxes (oracle
+passes every check, nop does not). tests/test_multi_step.py has the multi-step tier's own."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -13,12 +16,84 @@ from engine.api import Engine
 from engine.config import Config
 from engine.store import Store
 from engine.tasks import load_suite
-from engine.tasks.curriculum import FAMILIES, NUMBER_RANGES, WORD_POOLS, CurriculumError, instance
+from engine.tasks.curriculum import (
+    FAMILIES,
+    HELDOUT_FAMILIES,
+    NUMBER_RANGES,
+    TRAINED_FAMILIES,
+    WORD_POOLS,
+    CurriculumError,
+    family_info,
+    instance,
+)
+from engine.tasks.families import one_command
+from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
+
+PATH = re.compile(r"/app/[\w./-]*\w")
 
 
 def tokens(text: str) -> set[str]:
     return set(re.findall(r"[A-Za-z]+|\d+", text))
+
+
+def wording(text: str, split: str) -> str:
+    """An instruction with its parameters (code spans, paths, numbers, the split's words) blanked."""
+    text = PATH.sub("P", re.sub(r"`[^`]*`", "C", text))
+    text = re.sub(r"\b\d+\b", "N", text)
+    return re.sub(r"\b(" + "|".join(WORD_POOLS[split]) + r")\b", "W", text)
+
+
+def test_the_tiers_and_the_held_out_families():
+    assert list(one_command.FAMILIES) == list(FAMILIES)[:17]  # the first 17, as before
+    assert all(family_info(f).tier == "one-step" and not family_info(f).heldout for f in one_command.FAMILIES)
+    assert set(TRAINED_FAMILIES) | set(HELDOUT_FAMILIES) == set(FAMILIES)
+    assert not set(TRAINED_FAMILIES) & set(HELDOUT_FAMILIES)
+    assert [f for f in FAMILIES if family_info(f).heldout] == HELDOUT_FAMILIES
+    by_tier = {t: [f for f in HELDOUT_FAMILIES if family_info(f).tier == t] for t in ("one-step", "multi-step")}
+    assert (len(by_tier["one-step"]), len(by_tier["multi-step"])) == (3, 3)
+    multi = [f for f in FAMILIES if family_info(f).tier == "multi-step"]
+    assert len(multi) >= 10 and {family_info(f).tier for f in FAMILIES} == {"one-step", "multi-step"}
+    with pytest.raises(CurriculumError, match="unknown family"):
+        family_info("nope")
+
+
+def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
+    """Only the wording of an instruction varies: files, words, numbers, solutions and checks of
+    the 17 one-step families are exactly what they were (digest taken before phrasings)."""
+    digest = hashlib.sha256()
+    for f in one_command.FAMILIES:
+        for split in ("train", "eval"):
+            for seed in (0, 1):
+                for i in range(10):
+                    s = instance(f, split, seed, i)
+                    fields = [s.name, s.setup, s.solve, s.checks, s.tags, s.difficulty, s.agent_timeout]
+                    digest.update(json.dumps(fields).encode())
+    assert digest.hexdigest() == "11c3e751d1e401e26da3dca5a081d3c815fa4c993f4e4aa73915ea7438337b1a"
+
+
+def test_frames_add_no_number_and_no_word_of_either_split():
+    frames = " ".join(f.format(a="", A="") for f in FRAMES) + " ".join(h.format(tool="") for h in HINTS)
+    assert not re.search(r"\d", frames)
+    assert not tokens(frames.lower()) & set(WORD_POOLS["train"] + WORD_POOLS["eval"])
+    assert FRAME_WORDS and not FRAME_WORDS & set(WORD_POOLS["train"] + WORD_POOLS["eval"])
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_every_family_has_several_phrasings_that_name_every_path_the_checks_need(family: str):
+    specs = [instance(family, "train", 0, i) for i in range(30)]
+    assert len({wording(s.instruction, "train") for s in specs}) >= 3
+    for s in specs:
+        named = set(PATH.findall(s.instruction))
+        for path in set(PATH.findall(" ".join(cmd for _, cmd in s.checks))):
+            folders = [path.rsplit("/", k)[0] for k in range(path.count("/") - 1)]  # itself and up to /app/X
+            if family_info(family).tier == "multi-step" and any(f in s.setup for f in folders):
+                continue  # found by looking: the log that mentions the host, the folder the note names
+            # The path itself, a folder it is in, or a folder on the way to a named one.
+            assert any(n == path or path.startswith(n + "/") or n.startswith(path + "/") for n in named), (
+                s.instruction,
+                path,
+            )
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
@@ -76,6 +151,13 @@ def test_generate_writes_loadable_tasks_and_refuses_bad_input(tmp_path: Path):
         ],
     )
     assert again.exit_code == 1 and "already exists" in again.output
+    held = CliRunner().invoke(
+        cli, ["tasks", "generate", "--family", "heldout", "--instances", "1", "--split", "train", str(tmp_path)]
+    )
+    assert held.exit_code == 0, held.output
+    written = load_suite(tmp_path).split("train")
+    assert sorted(t.metadata["family"] for t in written) == sorted(HELDOUT_FAMILIES)  # when asked explicitly
+    assert all(t.metadata["heldout"] is True for t in written)
     unknown = CliRunner().invoke(cli, ["tasks", "generate", "--family", "nope", "--split", "train", str(tmp_path)])
     assert unknown.exit_code == 1 and "unknown family 'nope'" in unknown.output
     with pytest.raises(CurriculumError, match="unknown split"):
@@ -103,7 +185,15 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert (len(suite.split("train")), len(suite.split("eval")), suite.errors) == (2 * 17, 17, [])
+    assert root.parent.name == "curriculum" and root.name.startswith("v2-")  # no suite cached before tiers
+    counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
+    assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
+    # Held-out families are only evaluated; every task says its tier and whether it is held out.
+    assert {t.metadata["family"] for t in suite.split("train")} == set(TRAINED_FAMILIES)
+    assert {t.metadata["family"] for t in suite.split("eval")} == set(FAMILIES)
+    for t in suite.tasks:
+        info = family_info(t.metadata["family"])
+        assert (t.metadata["tier"], t.metadata["heldout"]) == (info.tier, info.heldout), t.name
     marker = root / "train" / sorted(p.name for p in (root / "train").iterdir())[0] / "instruction.md"
     before = marker.stat().st_mtime_ns
     assert engine.suite_path("curriculum:2,1") == root and marker.stat().st_mtime_ns == before  # not rewritten

@@ -1,23 +1,28 @@
 """A curriculum at the bundled model's frontier: families that generate any number of instances.
 
-The families (`engine/tasks/families/one_command.py`) are one-command (or one short pipeline)
-tasks. An instance is drawn from the family's split pool with its own seed, deterministically:
-the same (family, split, seed, index) always gives the same task. Train and eval instances never
-share parameters.
+Two tiers of families: one-step (`engine/tasks/families/one_command.py`: one command or one
+short pipeline) and multi-step (`multi_step.py`: read something in the sandbox, then act on it).
+Some families of each tier are held out (`heldout.py`): never trained on, only evaluated, to
+measure transfer. An instance is drawn from the family's split pool with its own seed,
+deterministically: the same (family, split, seed, index) always gives the same task, worded in
+one of several phrasings (`phrasing.py`). Train and eval instances never share parameters.
 
     trsi-tui tasks generate --family all --instances 20 --split train --seed 0 DEST
 
 This module draws instances, writes them, and writes the suite a `curriculum[:TRAIN,EVAL]` spec
-names into the engine's cache.
+names into the engine's cache: train instances of the trained families, eval instances of all.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from engine.tasks.families.one_command import EXTENSIONS, FAMILIES, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
+from engine.tasks.families import heldout, multi_step, one_command
+from engine.tasks.families.pools import EXTENSIONS, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
+from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, write_task
 
 __all__ = [
@@ -25,22 +30,64 @@ __all__ = [
     "EVAL_SEED",
     "EXTENSIONS",
     "FAMILIES",
+    "GROUPS",
+    "HELDOUT_FAMILIES",
     "NUMBER_RANGES",
     "SPLITS",
     "SUITE_PREFIX",
+    "TIERS",
+    "TRAINED_FAMILIES",
     "TRAIN_SEED",
     "WORD_POOLS",
     "CurriculumError",
+    "FamilyInfo",
     "Pool",
+    "family_info",
     "generate",
     "instance",
     "materialize",
     "parse_suite_spec",
+    "select",
 ]
+
+
+@dataclass(frozen=True)
+class FamilyInfo:
+    name: str
+    tier: str  # "one-step" or "multi-step"
+    heldout: bool  # evaluated only: no train instance in the curriculum suite
+
+
+TIERS = ("one-step", "multi-step")
+# (set, tier, held out), in the order FAMILIES lists them.
+_SETS = (
+    (one_command.FAMILIES, "one-step", False),
+    (heldout.ONE_STEP, "one-step", True),
+    (multi_step.FAMILIES, "multi-step", False),
+    (heldout.MULTI_STEP, "multi-step", True),
+)
+FAMILIES = Families.joined(*(families for families, _, _ in _SETS))
+_INFO = {name: FamilyInfo(name, tier, held) for families, tier, held in _SETS for name in families}
+TRAINED_FAMILIES = [name for name in FAMILIES if not _INFO[name].heldout]
+HELDOUT_FAMILIES = [name for name in FAMILIES if _INFO[name].heldout]
+# What `trsi-tui tasks generate --family` takes besides a family's name.
+GROUPS = {
+    "all": list(FAMILIES),
+    **{tier: [name for name in FAMILIES if _INFO[name].tier == tier] for tier in TIERS},
+    "trained": TRAINED_FAMILIES,
+    "heldout": HELDOUT_FAMILIES,
+}
 
 
 class CurriculumError(ValueError):
     pass
+
+
+def family_info(name: str) -> FamilyInfo:
+    """The tier of family `name` and whether it is held out."""
+    if name not in _INFO:
+        raise CurriculumError(f"unknown family {name!r}; families: {', '.join(FAMILIES)}")
+    return _INFO[name]
 
 
 def instance(family: str, split: str, seed: int, index: int) -> TaskSpec:
@@ -53,15 +100,33 @@ def instance(family: str, split: str, seed: int, index: int) -> TaskSpec:
     return FAMILIES.instance(family, f"{family}/{split}/{seed}/{index}", name=name, split=split, index=index)
 
 
+def select(names: list[str]) -> list[str]:
+    """Families by name or by group ("all", a tier, "trained", "heldout"), each once, in
+    FAMILIES order."""
+    chosen: set[str] = set()
+    for name in names:
+        if name in GROUPS:
+            chosen.update(GROUPS[name])
+        elif name in FAMILIES:
+            chosen.add(name)
+        else:
+            raise CurriculumError(
+                f"unknown family {name!r}; families: {', '.join(FAMILIES)}; groups: {', '.join(GROUPS)}"
+            )
+    return [name for name in FAMILIES if name in chosen]
+
+
 def generate(families: list[str], instances: int, split: str, seed: int, dest: Path) -> list[Path]:
-    """Write `instances` tasks of each family into dest/<split>/<name>; returns their directories."""
+    """Write `instances` tasks of each family into dest/<split>/<name>; returns their directories.
+    `families` may name groups (`select`)."""
     written = []
-    for family in families:
+    for family in select(families):
         for index in range(instances):
             spec = instance(family, split, seed, index)
             if (Path(dest) / split / spec.name).exists():
                 raise CurriculumError(f"{Path(dest) / split / spec.name} already exists")
-            write_task(spec, family, split, Path(dest))
+            info = family_info(family)
+            write_task(spec, family, split, Path(dest), tier=info.tier, heldout=info.heldout)
             written.append(Path(dest) / split / spec.name)
     return written
 
@@ -69,7 +134,9 @@ def generate(families: list[str], instances: int, split: str, seed: int, dest: P
 # `tasks = "curriculum"` (or `--tasks curriculum:TRAIN,EVAL`): the engine writes the suite itself,
 # deterministically, into its cache; a clone needs no committed task folders.
 SUITE_PREFIX = "curriculum"
-DEFAULT_SUITE = (8, 4)  # instances per family: train (seed 0), eval (seed 1): 136 and 68 tasks
+# Instances per family: train (seed 0) of the 26 trained families, eval (seed 1) of all 32: 208
+# and 128 tasks.
+DEFAULT_SUITE = (8, 4)
 TRAIN_SEED, EVAL_SEED = 0, 1
 
 
@@ -99,13 +166,14 @@ def materialize(spec: str, cache_dir: Path) -> Path | None:
     if counts is None:
         return None
     train, evaluation = counts
-    root = Path(cache_dir) / "curriculum" / f"train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
+    # v2: multi-step and held-out families, phrasings; a suite cached before them is never reused.
+    root = Path(cache_dir) / "curriculum" / f"v2-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
     if root.is_dir():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=root.name + ".", dir=root.parent))
     try:
-        generate(list(FAMILIES), train, "train", TRAIN_SEED, tmp)
+        generate(TRAINED_FAMILIES, train, "train", TRAIN_SEED, tmp)
         generate(list(FAMILIES), evaluation, "eval", EVAL_SEED, tmp)
         tmp.rename(root)
     except OSError:

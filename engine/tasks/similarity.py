@@ -4,8 +4,9 @@ choice both need (a task solved, or settled, says something about the tasks most
 The measure is the cosine of TF-IDF vectors of the instructions' prose over a fixed set of tasks
 (the split a stage works on). Paths, `code spans` and numbers are a task's parameters, not its
 kind, so they are left out; the words that name a kind of task ("Rename", "alphabetically",
-"executable") then weigh more than the words every task has. That works for any suite, not only
-the curriculum's families.
+"executable") then weigh more than the words every task has. The words the curriculum's
+phrasings frame a task with ("Could you ...?", "I need you to ...": `FRAME_WORDS`) are wording,
+not kind, and are left out too. That works for any suite, not only the curriculum's families.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import math
 import re
 from collections import Counter
 
+from engine.tasks.families.phrasing import FRAME_WORDS
+
 _PARAMETERS = re.compile(r"`[^`]*`|\S*/\S*|\b\d+\b")
 _TERM = re.compile(r"[a-z]+")
 
 
 def terms(text: str) -> list[str]:
-    """The prose words of an instruction, without its paths, code spans and numbers."""
-    return _TERM.findall(_PARAMETERS.sub(" ", text.lower()))
+    """The prose words of an instruction, without its paths, code spans, numbers and frame words."""
+    return [t for t in _TERM.findall(_PARAMETERS.sub(" ", text.lower())) if t not in FRAME_WORDS]
 
 
 class TaskSimilarity:

@@ -91,17 +91,23 @@ def test_script(spec: TaskSpec) -> str:
     return "\n".join(lines)
 
 
-def task_toml(spec: TaskSpec, family: str, split: str) -> str:
+def task_toml(spec: TaskSpec, family: str, split: str, tier: str | None = None, heldout: bool | None = None) -> str:
+    """The task.toml; a curriculum task also carries its family's tier and whether it is held out."""
     tags = ", ".join(f'"{t}"' for t in spec.tags)
+    metadata = [
+        f'difficulty = "{spec.difficulty}"',
+        f'category = "{spec.category}"',
+        f"tags = [{tags}]",
+        f'family = "{family}"',
+        f'split = "{split}"',
+        *([f'tier = "{tier}"'] if tier is not None else []),
+        *([f"heldout = {str(heldout).lower()}"] if heldout is not None else []),
+    ]
     return textwrap.dedent(f"""\
         version = "1.0"
 
         [metadata]
-        difficulty = "{spec.difficulty}"
-        category = "{spec.category}"
-        tags = [{tags}]
-        family = "{family}"
-        split = "{split}"
+        {{metadata}}
 
         [agent]
         timeout_sec = {spec.agent_timeout}
@@ -113,15 +119,17 @@ def task_toml(spec: TaskSpec, family: str, split: str) -> str:
         cpus = 1
         memory_mb = 512
         allow_internet = false
-        """)
+        """).replace("{metadata}", "\n".join(metadata))
 
 
-def write_task(spec: TaskSpec, family: str, split: str, dest: Path) -> None:
+def write_task(
+    spec: TaskSpec, family: str, split: str, dest: Path, *, tier: str | None = None, heldout: bool | None = None
+) -> None:
     d = dest / split / spec.name
     (d / "environment").mkdir(parents=True)
     (d / "solution").mkdir()
     (d / "tests").mkdir()
-    (d / "task.toml").write_text(task_toml(spec, family, split))
+    (d / "task.toml").write_text(task_toml(spec, family, split, tier, heldout))
     (d / "instruction.md").write_text(spec.instruction)
     (d / "environment" / "setup.sh").write_text(
         "#!/bin/bash\n# Runs as root in the sandbox before the agent starts.\nset -e\n" + spec.setup

@@ -27,8 +27,9 @@ err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 TASKS_HELP = (
-    "Task suite: a directory, or curriculum[:TRAIN,EVAL] (the one-command curriculum, generated into the "
-    "cache; default: the config's tasks, else the built-in suite)."
+    "Task suite: a directory, or curriculum[:TRAIN,EVAL] (the curriculum's one-step and multi-step families, "
+    "TRAIN and EVAL instances per family, held-out families in eval only, generated into the cache; default: "
+    "the config's tasks, else the built-in suite)."
 )
 
 

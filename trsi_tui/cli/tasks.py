@@ -131,9 +131,8 @@ def tasks_import(src: Path, dest: Path) -> None:
     multiple=True,
     default=("all",),
     show_default=True,
-    help="A curriculum family (repeatable), or all of them: "
-    "echo-line, append-line, copy-file, move-file, count-lines, head-lines, tail-lines, grep-count, grep-lines, "
-    "sort-file, cut-column, sed-replace, count-files, make-executable, make-dirs, tar-folder, arithmetic.",
+    help="A curriculum family (repeatable), or a group of them: all, one-step, multi-step, trained, heldout "
+    "(held-out families are evaluated, never trained on). Families: " + ", ".join(FAMILIES) + ".",
 )
 @click.option("--instances", type=click.IntRange(1, 100_000), default=10, show_default=True, help="Per family.")
 @click.option(
@@ -145,14 +144,15 @@ def tasks_import(src: Path, dest: Path) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="The same seed writes the same tasks.")
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
 def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: int, dest: Path) -> None:
-    """Write curriculum tasks (one command or one short pipeline each) into DEST/<split>/.
+    """Write curriculum tasks into DEST/<split>/: one-step families (one command or one short
+    pipeline) and multi-step ones (read something in the sandbox, then act on it).
 
     The families sit at the bundled model's frontier; instances are deterministic in (family,
-    split, seed, index). Run `trsi-tui tasks check DEST` to validate them in sandboxes.
+    split, seed, index), each worded in one of several phrasings. Run `trsi-tui tasks check DEST`
+    to validate them in sandboxes.
     """
-    chosen = list(FAMILIES) if "all" in families else list(families)
     try:
-        written = generate_curriculum(chosen, instances, split, seed, dest)
+        written = generate_curriculum(list(families), instances, split, seed, dest)
     except CurriculumError as exc:
         raise failure(exc) from None
-    out.print(f"wrote {len(written)} tasks ({len(chosen)} families x {instances}) to {dest / split}")
+    out.print(f"wrote {len(written)} tasks ({len(written) // instances} families x {instances}) to {dest / split}")

@@ -1,73 +1,34 @@
-"""The curriculum's families: one-command (or one short pipeline) tasks at the bundled model's
-frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find, chmod, tar,
-arithmetic.
+"""The curriculum's one-step families: one command (or one short pipeline) each, at the bundled
+model's frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find,
+chmod, tar, arithmetic. All are trained on; `heldout.py` has the one-step families that are not.
 
-Train and eval instances never share parameters: their file and directory names, words and
-numbers come from disjoint pools, so no instruction text of one split appears in the other
-(tests/test_curriculum.py checks both). Every family has 3 to 5 checks, so a partial answer
-earns partial credit, never success. `engine/tasks/curriculum.py` draws and writes instances.
+Each instance draws its names, words and numbers from its split's pools (`pools.py`) and its
+wording from `phrasing.py`. Every family has 3 to 5 checks, so a partial answer earns partial
+credit, never success. `engine/tasks/curriculum.py` draws and writes instances.
 """
 
 from __future__ import annotations
 
-from engine.tasks.families.registry import Draw, Families
-from engine.tasks.spec import WORDS, TaskSpec, q
-
-# Disjoint pools per split: a train instance and an eval instance never share a name or a word.
-WORD_POOLS = {"train": WORDS[:16], "eval": WORDS[16:] + ("alder", "basil", "cedar", "dune", "fennel", "glacier")}
-NUMBER_RANGES = {"train": (2, 49), "eval": (51, 98)}
-EXTENSIONS = {"train": ("txt", "log", "csv"), "eval": ("dat", "out", "lst")}
-SPLITS = ("train", "eval")
-
-
-class Pool(Draw):
-    """A draw that knows what its split may draw from."""
-
-    def word(self) -> str:
-        return self.rng.choice(WORD_POOLS[self.split])
-
-    def words(self, k: int) -> list[str]:
-        return self.rng.sample(WORD_POOLS[self.split], k)
-
-    def number(self) -> int:
-        low, high = NUMBER_RANGES[self.split]
-        return self.rng.randint(low, high)
-
-    def ext(self) -> str:
-        return self.rng.choice(EXTENSIONS[self.split])
-
-    def lines(self, n: int) -> list[str]:
-        return [f"{self.word()} {self.number()}" for _ in range(n)]
-
+from engine.tasks.families.phrasing import phrase
+from engine.tasks.families.pools import EXTENSIONS, Pool, heredoc, task_spec
+from engine.tasks.families.registry import Families
+from engine.tasks.spec import TaskSpec, q
 
 # Declaration order is the order `trsi-tui tasks generate --family all` writes them in.
 FAMILIES = Families(Pool)
 
 
-def _data(path: str, lines: list[str]) -> str:
-    return f"cat > {path} <<'DATA'\n" + "".join(line + "\n" for line in lines) + "DATA\n"
-
-
-def _spec(name: str, instruction: str, setup: str, solve: str, checks: list[tuple[str, str]], tag: str) -> TaskSpec:
-    return TaskSpec(
-        name=name,
-        instruction=instruction,
-        setup="mkdir -p /app\n" + setup,
-        solve=solve,
-        checks=checks,
-        difficulty="basic",
-        category="curriculum",
-        tags=[tag],
-        agent_timeout=90,
-    )
-
-
 @FAMILIES.family
 def echo_line(p: Pool) -> TaskSpec:
     path, text = f"/app/{p.word()}.{p.ext()}", f"{p.word()} {p.word()} {p.number()}"
-    return _spec(
+    return task_spec(
         p.name,
-        f"Write the line `{text}` to the file {path}.\n",
+        phrase(
+            p,
+            f"write the line `{text}` to the file {path}",
+            f"put the line `{text}` in the new file {path}",
+            tool="echo",
+        ),
         "",
         f"echo {q(text)} > {path}\n",
         [
@@ -83,10 +44,15 @@ def echo_line(p: Pool) -> TaskSpec:
 def append_line(p: Pool) -> TaskSpec:
     path, old, text = f"/app/{p.word()}.{p.ext()}", p.lines(p.rng.randint(3, 6)), f"{p.word()} {p.number()}"
     n = len(old)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Append the line `{text}` to the end of {path}.\n",
-        _data(path, old),
+        phrase(
+            p,
+            f"append the line `{text}` to the end of {path}",
+            f"add the line `{text}` to the end of {path}",
+            tool=">>",
+        ),
+        heredoc(path, old),
         f"echo {q(text)} >> {path}\n",
         [
             ("file_exists", f"test -f {path}"),
@@ -103,10 +69,10 @@ def copy_file(p: Pool) -> TaskSpec:
     a, b = p.words(2)
     src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
     lines = p.lines(4)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Copy {src} to {dst}.\n",
-        _data(src, lines),
+        phrase(p, f"copy {src} to {dst}", tool="cp"),
+        heredoc(src, lines),
         f"cp {src} {dst}\n",
         [
             ("copy_exists", f"test -f {dst}"),
@@ -122,10 +88,10 @@ def move_file(p: Pool) -> TaskSpec:
     a, b = p.words(2)
     src, dst = f"/app/{a}.{p.ext()}", f"/app/{b}.{p.ext()}"
     lines = p.lines(3)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Rename {src} to {dst}.\n",
-        _data(src, lines),
+        phrase(p, f"rename {src} to {dst}", f"move {src} to {dst} to rename it", tool="mv"),
+        heredoc(src, lines),
         f"mv {src} {dst}\n",
         [
             ("new_name_exists", f"test -f {dst}"),
@@ -140,10 +106,10 @@ def move_file(p: Pool) -> TaskSpec:
 def count_lines(p: Pool) -> TaskSpec:
     src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
     n = p.rng.randint(3, 30)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Count the lines of {src} and write the number to {out}.\n",
-        _data(src, p.lines(n)),
+        phrase(p, f"count the lines of {src} and write the number to {out}", tool="wc -l"),
+        heredoc(src, p.lines(n)),
         f"wc -l < {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -161,10 +127,12 @@ def _first_or_last(p: Pool, end: str) -> TaskSpec:
     lines = p.lines(p.rng.randint(8, 14))
     k = p.rng.randint(2, 5)
     kept = lines[:k] if end == "first" else lines[-k:]
-    return _spec(
+    return task_spec(
         p.name,
-        f"Write the {end} {k} lines of {src} to {out}.\n",
-        _data(src, lines),
+        phrase(
+            p, f"write the {end} {k} lines of {src} to {out}", f"save the {end} {k} lines of {src} in {out}", tool=tool
+        ),
+        heredoc(src, lines),
         f"{tool} -n {k} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -192,10 +160,12 @@ def grep_count(p: Pool) -> TaskSpec:
     src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_matches.txt"
     lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(p.rng.randint(10, 20))]
     n = sum(line.split()[0] == target for line in lines)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Count the lines of {src} that contain the word {target} and write the number to {out}.\n",
-        _data(src, lines),
+        phrase(
+            p, f"count the lines of {src} that contain the word {target} and write the number to {out}", tool="grep -c"
+        ),
+        heredoc(src, lines),
         f"grep -c {target} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -214,10 +184,10 @@ def grep_lines(p: Pool) -> TaskSpec:
     if not any(line.startswith(target) for line in lines):
         lines[0] = f"{target} {p.number()}"
     hits = [line for line in lines if line.split()[0] == target]
-    return _spec(
+    return task_spec(
         p.name,
-        f"Write the lines of {src} that contain the word {target} to {out}.\n",
-        _data(src, lines),
+        phrase(p, f"write the lines of {src} that contain the word {target} to {out}", tool="grep"),
+        heredoc(src, lines),
         f"grep {target} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -232,10 +202,15 @@ def grep_lines(p: Pool) -> TaskSpec:
 def sort_file(p: Pool) -> TaskSpec:
     src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_sorted.txt"
     words = p.words(p.rng.randint(5, 8))
-    return _spec(
+    return task_spec(
         p.name,
-        f"Sort the lines of {src} alphabetically and write them to {out}.\n",
-        _data(src, words),
+        phrase(
+            p,
+            f"sort the lines of {src} alphabetically and write them to {out}",
+            f"write the lines of {src} to {out}, sorted alphabetically",
+            tool="sort",
+        ),
+        heredoc(src, words),
         f"sort {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -253,10 +228,16 @@ def cut_column(p: Pool) -> TaskSpec:
     rows = [f"{p.word()},{p.number()},{p.word()}" for _ in range(p.rng.randint(4, 8))]
     col = p.rng.choice([1, 2, 3])
     values = [r.split(",")[col - 1] for r in rows]
-    return _spec(
+    return task_spec(
         p.name,
-        f"{src} has comma-separated fields. Write field {col} of every line to {out}.\n",
-        _data(src, rows),
+        phrase(
+            p,
+            f"write field {col} of every line to {out}",
+            f"save field {col} of each line in {out}",
+            context=f"{src} has comma-separated fields.",
+            tool="cut",
+        ),
+        heredoc(src, rows),
         f"cut -d, -f{col} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
@@ -275,10 +256,10 @@ def sed_replace(p: Pool) -> TaskSpec:
     lines = [f"{p.rng.choice([old, other])} {p.number()}" for _ in range(8)]
     lines[0] = f"{old} {p.number()}"
     n_old = sum(line.split()[0] == old for line in lines)
-    return _spec(
+    return task_spec(
         p.name,
-        f"In {path}, replace every {old} with {new}.\n",
-        _data(path, lines),
+        phrase(p, f"replace every {old} with {new} in {path}", tool="sed"),
+        heredoc(path, lines),
         f"sed -i 's/{old}/{new}/g' {path}\n",
         [
             ("file_exists", f"test -f {path}"),
@@ -297,9 +278,14 @@ def count_files(p: Pool) -> TaskSpec:
     n, m = p.rng.randint(2, 7), p.rng.randint(1, 4)
     setup = f"mkdir -p {folder}\n" + "".join(f"touch {folder}/f{i}.{ext}\n" for i in range(n))
     setup += "".join(f"touch {folder}/g{i}.{other}\n" for i in range(m))
-    return _spec(
+    return task_spec(
         p.name,
-        f"Count the .{ext} files in {folder} and write the number to {out}.\n",
+        phrase(
+            p,
+            f"count the .{ext} files in {folder} and write the number to {out}",
+            f"How many .{ext} files are in {folder}? Count the files and write the number to {out}.",
+            tool="ls",
+        ),
         setup,
         f"ls {folder}/*.{ext} | wc -l > {out}\n",
         [
@@ -315,9 +301,14 @@ def count_files(p: Pool) -> TaskSpec:
 def make_executable(p: Pool) -> TaskSpec:
     path, text = f"/app/{p.word()}.sh", f"{p.word()} {p.number()}"
     setup = f"printf '#!/bin/sh\\necho %s\\n' {q(text)} > {path}\nchmod 644 {path}\n"
-    return _spec(
+    return task_spec(
         p.name,
-        f"Make the script {path} executable.\n",
+        phrase(
+            p,
+            f"make the script {path} executable",
+            f"allow the script {path} to run by making it executable",
+            tool="chmod +x",
+        ),
         setup,
         f"chmod +x {path}\n",
         [
@@ -333,9 +324,14 @@ def make_executable(p: Pool) -> TaskSpec:
 def make_dirs(p: Pool) -> TaskSpec:
     parts = p.words(3)
     path = "/app/" + "/".join(parts)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Create the directory {path}, with its parent directories.\n",
+        phrase(
+            p,
+            f"create the directory {path}, with its parent directories",
+            f"make the directory {path} and any missing parent directories",
+            tool="mkdir -p",
+        ),
         "",
         f"mkdir -p {path}\n",
         [
@@ -352,9 +348,14 @@ def tar_folder(p: Pool) -> TaskSpec:
     folder, archive = p.word(), f"/app/{p.word()}.tar.gz"
     files = [f"{w}.{p.ext()}" for w in p.words(3)]
     setup = f"mkdir -p /app/{folder}\n" + "".join(f"echo {p.number()} > /app/{folder}/{f}\n" for f in files)
-    return _spec(
+    return task_spec(
         p.name,
-        f"Create the gzip-compressed tar archive {archive} of the directory /app/{folder}.\n",
+        phrase(
+            p,
+            f"create the gzip-compressed tar archive {archive} of the directory /app/{folder}",
+            f"pack the directory /app/{folder} into the gzip-compressed tar archive {archive}",
+            tool="tar -czf",
+        ),
         setup,
         f"tar -czf {archive} -C /app {folder}\n",
         [
@@ -370,9 +371,11 @@ def tar_folder(p: Pool) -> TaskSpec:
 @FAMILIES.family
 def arithmetic(p: Pool) -> TaskSpec:
     a, b, out = p.number(), p.number(), f"/app/{p.word()}_sum.txt"
-    return _spec(
+    return task_spec(
         p.name,
-        f"Write the sum of {a} and {b} to {out}.\n",
+        phrase(
+            p, f"write the sum of {a} and {b} to {out}", f"add {a} and {b} and write their sum to {out}", tool="$(( ))"
+        ),
         "",
         f"echo $(({a} + {b})) > {out}\n",
         [
