@@ -226,3 +226,24 @@ def test_worked_examples_join_the_system_prompt_in_each_harness_format():
         len(get_harness("terminus-json").system_prompt_with((long,)))
         < len(get_harness("terminus-json").system_prompt()) + 500
     )
+
+
+def test_fenced_bash_turns_opens_every_reply_and_ends_with_done_in_the_block():
+    """A task that needs a look first gets a command on every turn, and the model stops in the same
+    format it acts in; the observation it reads is short enough for a small model's context."""
+    from engine.rollout.harnesses import StepResult
+    from engine.rollout.harnesses.base import Command, Turn
+
+    h = get_harness("fenced-bash-turns")
+    assert all(h.reply_prefix(turn) == "```bash\n" for turn in range(4))
+    assert h.parse(h.reply_prefix(2) + "cat /app/settings.conf\n```").commands[0].keystrokes == "cat /app/settings.conf"
+    assert h.parse(h.reply_prefix(1) + h.stop_reply()).done and h.parse(h.reply_prefix(1) + "DONE").done
+    assert h.action_complete(h.reply_prefix(1) + "DONE")  # sampling stops at the stop word
+    # Its examples show the stop in a block, and one task that needs a look before acting.
+    prompt = h.system_prompt()
+    assert prompt.count("```bash\nDONE\n```") == 2 and "whoami" in prompt
+    assert "Task:" not in h.bare_system_prompt() and "DONE" in h.bare_system_prompt()
+    # A long output keeps its head and tail within the plain harnesses' 2 KiB.
+    big = "\n".join(f"line {i}" for i in range(2000))
+    seen = h.observation(Turn([StepResult(Command("cat /app/big"), big, 0, False)]))
+    assert len(seen.encode()) < 2200 and "line 0" in seen and "line 1999" in seen and "truncated" in seen

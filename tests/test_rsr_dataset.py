@@ -106,3 +106,25 @@ def test_a_bare_sample_keeps_the_harness_instructions_and_drops_its_worked_examp
     # The harness that evaluates such a model shows it exactly the prompt it was trained on.
     assert get_harness("fenced-bash-bare").system_prompt() == bare[0]["content"]
     assert "Example" not in get_harness("fenced-bash").bare_system_prompt()
+
+
+def test_a_sample_taught_to_stop_ends_with_the_harness_stop_after_the_last_observation(replay):
+    """With several turns the trained model must know when it is done: the sample's last reply is
+    the harness's DONE, after what the last command printed, and it is trained on (mask 1)."""
+    policy, result = replay
+    steps = result.steps[:1]
+    provenance = Provenance("count-lines", "xml-bash", "src", result.episode_id)
+    opening = list(result.messages[:2])
+    plain = build_sample(policy, opening, steps, runbook=CLEAN_RUNBOOK_TEXT, provenance=provenance)
+    taught = build_sample(
+        policy, opening, steps, runbook=CLEAN_RUNBOOK_TEXT, provenance=provenance, stop_reply="<done/>"
+    )
+    assert taught.ids[: len(plain.ids)] == plain.ids  # the verified steps as they were
+    detok = policy._llm.detokenize  # noqa: SLF001
+    tail = detok(list(taught.ids[len(plain.ids) :])).decode("utf-8", errors="replace")
+    assert steps[0].output.strip()[:20] in tail  # the last command's observation comes first
+    assert tail.endswith("assistant\n<done/>")
+    trained = [t for t, m in zip(taught.ids[len(plain.ids) :], taught.mask[len(plain.ids) :]) if m]
+    # The stop reply and the token that ends the turn: the model learns to end its reply there.
+    assert detok(trained[:-1]).decode() == "<done/>" and trained[-1] in policy.stop_ids
+    assert get_harness("xml-bash").parse("<done/>").done and get_harness("fenced-bash-primed").stop_reply() == "DONE"

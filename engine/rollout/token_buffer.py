@@ -43,6 +43,15 @@ def check_prefix_preserving(tok: ChatTokenizer, tools: list[dict] | None = None)
         )
 
 
+def end_of_turn(tok: ChatTokenizer) -> int | None:
+    """The stop token the chat template closes an assistant turn with (<|im_end|> for ChatML);
+    None where the template closes it with none."""
+    ids = tok.tokenize_chat(
+        [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}], add_generation_prompt=False
+    )
+    return next((t for t in reversed(ids) if t in tok.stop_ids), None)
+
+
 @dataclass
 class TokenBuffer:
     ids: list[int] = field(default_factory=list)

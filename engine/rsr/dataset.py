@@ -12,7 +12,7 @@ from typing import Callable
 
 from engine.results import AgentStep
 from engine.rollout.model_agent import without_guidance
-from engine.rollout.token_buffer import ChatTokenizer, TokenBuffer
+from engine.rollout.token_buffer import ChatTokenizer, TokenBuffer, end_of_turn
 from engine.store.records import Provenance, Sample
 
 
@@ -25,11 +25,18 @@ def build_sample(
     provenance: Provenance,
     tools: list[dict] | None = None,
     reply_prefix: Callable[[int], str] | None = None,
+    stop_reply: str | None = None,
 ) -> Sample:
     """`opening` is the episode's system and user messages as sent; for a replay the user one ends
     with `runbook`, which is removed (an explore episode saw none: `runbook` None).
     `reply_prefix` is the episode's harness's (Harness.reply_prefix): the text it opened replies
-    with goes back in front of each action, as the model saw it, with mask 0."""
+    with goes back in front of each action, as the model saw it, with mask 0.
+
+    `stop_reply` (the harness's Harness.stop_reply, e.g. DONE), when given, is one more reply
+    after the last step's observation, ending its turn, with mask 1: the steps passed every check,
+    so what the model should do next is stop. It is the one reply of a sample that the model did
+    not sample itself, in the exact words the harness defines; the caller leaves it out when the
+    steps already end with a stop."""
     if not steps or any(not s.token_ids for s in steps):
         raise ValueError("a sample needs steps with their sampled token ids (a local policy's episode)")
     messages = [dict(m) for m in opening]
@@ -41,11 +48,17 @@ def build_sample(
         if prefix:
             buf.add_prefix(tok.tokenize_text(prefix))
         buf.add_sampled(step.token_ids)
-        if i == len(steps) - 1:
+        if i == len(steps) - 1 and not stop_reply:
             break
         messages.append({"role": "assistant", "content": step.action_text})
         buf.add_observation(tok, messages, step.output, sampled_stopped=step.token_ids[-1] in tok.stop_ids, tools=tools)
         messages.append({"role": "user", "content": step.output})
+    if stop_reply:
+        prefix = reply_prefix(len(steps)) if reply_prefix is not None else ""
+        if prefix:
+            buf.add_prefix(tok.tokenize_text(prefix))
+        eot = end_of_turn(tok)
+        buf.add_sampled([*tok.tokenize_text(stop_reply), *([eot] if eot is not None else [])])
     return Sample(tuple(buf.ids), tuple(buf.mask), provenance)
 
 

@@ -1,11 +1,12 @@
 """The dataset phase of an RSR round: verified episodes become SFT samples, and a balanced few are chosen.
 
 Replays that pass every check and whose actions leak nothing become samples, with the runbook
-taken out of the prompt (engine/rsr/dataset.py builds each one). With `explore_fallback`, an
-explore success whose task no replay reproduced becomes a sample itself, cut to its shortest
-verified prefix (engine/rsr/prefixes.py): a model too small to follow a runbook must not zero
-the funnel at the replay. Samples are keyed by their tokens' digest, so a resumed round adds
-none twice. SFT then trains on a balanced subset: a few per task and per family.
+taken out of the prompt (engine/rsr/dataset.py builds each one) and, with `teach_stop`, the
+harness's stop reply (DONE) after the verified steps. With `explore_fallback`, an explore
+success whose task no replay reproduced becomes a sample itself, cut to its shortest verified
+prefix (engine/rsr/prefixes.py): a model too small to follow a runbook must not zero the funnel
+at the replay. Samples are keyed by their tokens' digest, so a resumed round adds none twice.
+SFT then trains on a balanced subset: a few per task and per family.
 
 Reads: the round's runbooks, replay and explore jobs, their episodes' steps and openings.
 Writes: SFT samples (and prefix episodes); a progress line.
@@ -17,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import RsrConfig
-from engine.rollout.harnesses import get_harness
+from engine.results import AgentStep
+from engine.rollout.harnesses import Harness, get_harness
 from engine.rsr.dataset import balance, build_sample, family_of, sample_opening
 from engine.rsr.leak import protected_for, scan
 from engine.rsr.prefixes import VerifiedPrefixes
@@ -85,6 +87,7 @@ def replay_samples(
                 provenance=Provenance(rb.task, rb.harness, rb.source_episode_id, outcome.episode_id, rb.id),
                 tools=harness.tools,
                 reply_prefix=harness.reply_prefix,
+                stop_reply=stop_after(work, harness, steps),
             )
         )
     return samples, rejected
@@ -118,9 +121,18 @@ def explore_samples(
                 provenance=Provenance(name, harness, attempt.episode_id, attempt.episode_id, ""),
                 tools=get_harness(harness).tools,
                 reply_prefix=get_harness(harness).reply_prefix,
+                stop_reply=stop_after(work, get_harness(harness), kept),
             )
         )
     return samples, rejected
+
+
+def stop_after(work: RoundWork, harness: Harness, steps: list[AgentStep]) -> str | None:
+    """The stop reply a sample of `steps` ends with (`teach_stop`): the harness's, unless the
+    steps already end with one (the model stopped by itself)."""
+    if not work.settings.teach_stop or (steps and harness.parse(steps[-1].action_text).done):
+        return None
+    return harness.stop_reply()
 
 
 def balanced(settings: RsrConfig, tasks: dict[str, Task], samples: tuple[Sample, ...]) -> Balanced:

@@ -8,6 +8,7 @@ from engine.rollout.harnesses.fenced_bash import (
     FencedBashPlain,
     FencedBashPrimed,
     FencedBashPrimedBare,
+    FencedBashTurns,
 )
 from engine.rollout.harnesses.terminus_json import TerminusJson
 from engine.rollout.harnesses.tool_call import ToolCall
@@ -25,6 +26,7 @@ HARNESSES: dict[str, type[Harness]] = {
         FencedBashPrimed,
         FencedBashPrimedBare,
         FencedBashBare,
+        FencedBashTurns,
         ToolCall,
     )
 }

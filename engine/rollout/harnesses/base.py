@@ -77,8 +77,11 @@ class Harness(ABC):
     # Chat-template tools (OpenAI schema) for harnesses that use native tool calling.
     tools: list[dict] | None = None
 
-    def __init__(self, observation_cap: int = DEFAULT_OBSERVATION_CAP) -> None:
-        self.observation_cap = observation_cap
+    # How much of one command's output the model is shown (bytes, head and tail kept).
+    default_observation_cap: int = DEFAULT_OBSERVATION_CAP
+
+    def __init__(self, observation_cap: int | None = None) -> None:
+        self.observation_cap = observation_cap or self.default_observation_cap
 
     @abstractmethod
     def system_prompt(self) -> str: ...
@@ -131,6 +134,13 @@ class Harness(ABC):
         prompt (loss mask 0), never of what the model sampled. "" (no prefix) unless a harness
         says otherwise; only policies with a local token buffer are primed."""
         return ""
+
+    def stop_reply(self) -> str | None:
+        """The whole reply by which the model says it has finished (the episode ends there), as
+        this harness defines it; None where the harness has no reply that only stops. RSR's SFT
+        samples end with it after a verified success, so the trained model learns to stop once
+        the work is done instead of acting on (engine/rsr/dataset.py)."""
+        return None
 
     def action_complete(self, text: str) -> bool:
         """Whether `text`, a reply being sampled, already holds a complete action; sampling stops

@@ -68,6 +68,9 @@ class FencedBash(Harness):
     def format_reminder(self) -> str:
         return "Reply with one command in a ```bash code block, or DONE when the task is complete."
 
+    def stop_reply(self) -> str:
+        return "DONE"
+
     def render_example(self, example: WorkedExample) -> str:
         lines = ["Example", f"Task: {example.instruction.strip()}"]
         for command, observation in example.steps:
@@ -130,6 +133,9 @@ class FencedBashPlain(FencedBash):
     families."""
 
     name = "fenced-bash-plain"
+    # A small model's context is short (2048 tokens for the bundled one): a `cat` of a big file
+    # must not push the task out of it. Head and tail are kept, with how much was cut between.
+    default_observation_cap = 2048
 
     def system_prompt(self) -> str:
         return PLAIN_SYSTEM
@@ -196,3 +202,62 @@ class FencedBashPrimedBare(FencedBashPrimed):
 
     def system_prompt(self) -> str:
         return BARE_SYSTEM
+
+
+TURNS_SYSTEM = """You complete a task by running bash commands, one per reply, inside a ```bash code block.
+You then see the command's output. Look at what a task refers to before you change it.
+When the task is complete, reply with DONE inside the code block.
+
+Task: Write the name of the kernel to /app/os.txt.
+```bash
+uname -s > /app/os.txt
+```
+Output: (nothing)
+```bash
+DONE
+```
+
+Task: Create the directory /app/home_<user>, where <user> is the user you run as.
+```bash
+whoami
+```
+Output: root
+```bash
+mkdir /app/home_root
+```
+Output: (nothing)
+```bash
+DONE
+```"""
+
+
+class FencedBashTurns(FencedBashPrimed):
+    """fenced-bash-primed for several turns: every reply opens inside a ```bash block, and the model
+    stops by writing DONE in it.
+
+    fenced-bash-primed primes only the first reply, so that the model can reply DONE later; but
+    unprimed, the bundled 135M model answers a command's output with prose, so a task that needs
+    a second command (read a value, then act on it) never gets one. Here every reply is primed and
+    DONE is a command-like reply of its own; the worked examples show a task done in one command
+    and a task that needs a look first, and how each ends."""
+
+    name = "fenced-bash-turns"
+
+    def system_prompt(self) -> str:
+        return TURNS_SYSTEM
+
+    def bare_system_prompt(self) -> str:
+        return TURNS_SYSTEM.split("\n\nTask:")[0]
+
+    def reply_prefix(self, turn: int) -> str:
+        return "```bash\n"
+
+    def stop_reply(self) -> str:
+        # Continues the reply prefix, as the model would write it.
+        return "DONE\n```"
+
+    def render_example(self, example: WorkedExample) -> str:
+        lines = [f"Task: {example.instruction.strip()}"]
+        for command, observation in example.steps:
+            lines += [f"```bash\n{command}\n```", short_output(observation)]
+        return "\n".join([*lines, "```bash\nDONE\n```"])

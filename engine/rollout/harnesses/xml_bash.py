@@ -24,6 +24,9 @@ class XmlBash(Harness):
     def format_reminder(self) -> str:
         return "Write one command as <bash>...</bash>, or <done/> when the task is complete."
 
+    def stop_reply(self) -> str:
+        return "<done/>"
+
     def render_example(self, example: WorkedExample) -> str:
         lines = [f"Task: {example.instruction.strip()}"]
         for command, observation in example.steps:
