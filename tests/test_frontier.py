@@ -157,3 +157,14 @@ def test_what_a_round_saw_of_one_task_settles_the_tasks_most_like_it():
     evidence = Evidence(seen, {}, similar)
     assert evidence.expected_success("copy-2") > 0.9 and evidence.expected_success("sort-2") < 0.1
     assert Evidence({}, {}).expected_success("anything") == 0.5
+
+
+def test_a_family_with_no_success_yet_gets_more_unaided_attempts():
+    settings = RsrConfig(attempts=6, min_attempts=2, target_successes=2, unsolved_family_attempts=4)
+    nothing = [(False, 0.0), (False, 0.0)]
+    assert not wants_attempt(nothing, settings)  # a family solved elsewhere: nothing here, stop
+    assert wants_attempt(nothing, settings, unsolved=True)  # nobody solved its family yet: go on
+    assert not wants_attempt(nothing * 2, settings, unsolved=True)  # up to unsolved_family_attempts
+    big = RsrConfig(attempts=3, min_attempts=2, target_successes=2, unsolved_family_attempts=8)
+    assert wants_attempt([(False, 0.0)] * 7, big, unsolved=True) and not wants_attempt([(False, 0.0)] * 8, big, True)
+    assert not wants_attempt([(True, 1.0)] * 2, big, unsolved=True)  # target reached

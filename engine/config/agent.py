@@ -23,6 +23,9 @@ class AgentSettings:
     def with_harness(self, harness: str) -> AgentSettings:
         return replace(self, harness=harness)
 
+    def with_turns(self, max_turns: int) -> AgentSettings:
+        return replace(self, max_turns=max_turns)
+
     @classmethod
     def for_eval(cls, config: Config) -> AgentSettings:
         """`trsi-tui eval --agent model` and the TUI's start-run form (its options replace these)."""

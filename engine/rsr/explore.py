@@ -5,7 +5,10 @@ task and harness gets `min_attempts` unaided attempts: they estimate the model's
 After that, a wave gives one more attempt to each pair that has neither reached
 `target_successes` nor `attempts`, shown up to `examples` of the round's verified successes on
 the most similar other tasks (engine/rsr/examples.py); without any, a pair continues only if it
-showed it can get somewhere (a success, or partial credit above the nop floor). Each wave is
+showed it can get somewhere (a success, or partial credit above the nop floor). While a family
+has no success in the round, its tasks go on unaided up to `unsolved_family_attempts`, with
+`unsolved_family_turns` turns after the first `min_attempts`: where nothing works yet, a first
+success is worth the most, and a model that may look around first finds more. Each wave is
 planned from the stored outcomes alone, so a resumed round plans exactly what an uninterrupted
 one would have.
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from engine.keys import ExploreKey, explore_seed
 from engine.rollout.harnesses import WorkedExample
 from engine.rollout.runner import EpisodeJob
+from engine.rsr.dataset import family_of
 from engine.rsr.examples import ExampleIndex
 from engine.rsr.frontier import PassEstimate, wants_attempt
 from engine.rsr.leak import protected_for
@@ -88,19 +92,28 @@ def wave_jobs(
     """The next wave's jobs, task by task and harness by harness, and how many of them are aided."""
     settings = work.settings
     outcomes = {pair: [(a.success, a.reward) for a in tried] for pair, tried in by_pair(attempts).items()}
+    unsolved = unsolved_families(tasks, attempts) if settings.unsolved_family_attempts else set()
     jobs, aided = [], 0
     for name, task in tasks.items():
         shown = index.nearest(name, pool, settings.examples) if pool else ()
+        cold = family_of(task) in unsolved
         for h_index, harness in enumerate(settings.harnesses):
             tried = outcomes.get((name, harness), [])
-            if not wants_attempt(tried, settings, floors.get(name, 0.0), examples=bool(shown)):
+            if not wants_attempt(tried, settings, floors.get(name, 0.0), examples=bool(shown), unsolved=cold):
                 continue
             key = ExploreKey(name, harness, len(tried), len(tried) >= settings.min_attempts and bool(shown))
             seed = explore_seed(work.seed, work.round, h_index, key.attempt, name)
-            agent = work.agents(harness, seed, examples=shown if key.aided else ())
+            turns = settings.unsolved_family_turns if cold and len(tried) >= settings.min_attempts else 0
+            agent = work.agents(harness, seed, examples=shown if key.aided else (), max_turns=turns)
             jobs.append((str(key), EpisodeJob(task, agent, attempt=key.attempt)))
             aided += key.aided
     return jobs, aided
+
+
+def unsolved_families(tasks: dict[str, Task], attempts: list[ExploreAttempt]) -> set[str]:
+    """The families of `tasks` none of whose tasks has an explore success in the round yet."""
+    solved = {family_of(tasks[a.key.task]) for a in attempts if a.success and a.key.task in tasks}
+    return {family_of(task) for task in tasks.values()} - solved
 
 
 def nop_floors(work: RoundWork, tasks: dict[str, Task]) -> dict[str, float]:

@@ -34,13 +34,22 @@ class PassEstimate:
         return (self.successes + 1) / (self.attempts + 2)
 
 
-def wants_attempt(tried: list[Attempt], settings: RsrConfig, floor: float = 0.0, examples: bool = False) -> bool:
+def wants_attempt(
+    tried: list[Attempt], settings: RsrConfig, floor: float = 0.0, examples: bool = False, unsolved: bool = False
+) -> bool:
     """Another attempt for a (task, harness) pair? Every pair gets `min_attempts`; then pairs that
     can be shown worked examples (verified successes on similar tasks: `examples`) continue, and
     so do pairs that showed they can get somewhere (a success, or partial credit above `floor`,
-    what doing nothing earns on the task), until `target_successes` or `attempts`."""
+    what doing nothing earns on the task), until `target_successes` or `attempts`. A pair whose
+    task's family has no success in the round yet (`unsolved`) goes on unaided up to
+    `unsolved_family_attempts`: a first success there is worth more than another anywhere else."""
     successes = sum(ok for ok, _ in tried)
-    if len(tried) >= settings.attempts or successes >= settings.target_successes:
+    cap = max(settings.attempts, settings.unsolved_family_attempts) if unsolved else settings.attempts
+    if len(tried) >= cap or successes >= settings.target_successes:
+        return False
+    if unsolved and len(tried) < settings.unsolved_family_attempts:
+        return True
+    if len(tried) >= settings.attempts:
         return False
     if len(tried) < settings.min_attempts or examples:
         return True

@@ -64,8 +64,16 @@ class RoundWork:
         )
 
     def agents(
-        self, harness: str, seed: int, guidance: str | None = None, examples: tuple[WorkedExample, ...] = ()
+        self,
+        harness: str,
+        seed: int,
+        guidance: str | None = None,
+        examples: tuple[WorkedExample, ...] = (),
+        max_turns: int = 0,
     ) -> SpecAgentFactory:
-        """Model agents of the round's policy under `harness`, as explore attempts and replays act."""
+        """Model agents of the round's policy under `harness`, as explore attempts and replays act
+        (with `max_turns` turns instead of the round's when it is not 0)."""
         settings = AgentSettings.for_rsr(self.settings, self.config.policy, harness)
+        if max_turns:
+            settings = settings.with_turns(max_turns)
         return model_agents(self.model, self.policy, settings, seed=seed, guidance=guidance, examples=examples)
