@@ -65,6 +65,15 @@ def probe_seed(seed: int, number: int, slot: int, episode: int) -> int:
     return round_seed(seed, number, PROBE_OFFSET + slot * 31 + episode)
 
 
+def fresh_instance_seed(seed: int, number: int, iteration: int | None, slot: int) -> int:
+    """The curriculum seed of the fresh task instance in `slot` that RPR stage `number` (training
+    seed `seed`) draws for its round `iteration`, or for its probe (`iteration` None): never one of
+    the suite's own seeds (train 0, eval 1), distinct per (seed, stage, round, slot), so that no
+    round sees a task of another and none is a suite task."""
+    which = "probe" if iteration is None else str(iteration)
+    return 2 + zlib.crc32(f"fresh/{seed}/{number}/{which}/{slot}".encode()) % (2**31 - 2)
+
+
 def eval_seed(seed: int, sampling_seed: int, attempt: int, task: str) -> int:
     """Evaluation episode `attempt` of `task` under sampling seed `sampling_seed` (0, 1, ... of an
     evaluation with several seeds), for a run with base seed `seed`. A pipeline stage's evaluation

@@ -2,7 +2,9 @@
 
 Reads the suite's tasks (in the stage's seeded order), the stage's scored rollouts of earlier
 rounds and the RSR round of the same number's explore outcomes (store.rpr.scored_before,
-store.rsr.explore_outcomes). Writes nothing. Returns a `RoundPlan` (a round's keyed jobs and
+store.rsr.explore_outcomes). Writes nothing, but for the fresh instances a curriculum stage draws
+(engine/rpr/fresh.py: rounds and the probe then take new instances of the families at the
+frontier instead of the suite's tasks). Returns a `RoundPlan` (a round's keyed jobs and
 what the evidence expects of its tasks) or a probe's `Plan`.
 
 Every key and seed comes from engine/keys.py and depends only on what the job is, so a resumed
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from engine.config import RprConfig
 from engine.keys import ProbeKey, RolloutKey, probe_seed, rollout_seed, rpr_probe_scope, rpr_round_scope
+from engine.rpr.fresh import FreshInstances, family_of_name
 from engine.rpr.sampling import Evidence, choose_tasks
 from engine.store import Store
 from engine.tasks import Task
@@ -79,6 +82,9 @@ class RoundPlan:
     expected_success: float
 
 
+PRIOR_PER_FAMILY = 8
+
+
 class Planner:
     """The plans of one stage. Keeps the task similarity and the probe's task set once computed."""
 
@@ -86,6 +92,38 @@ class Planner:
         self.store, self.number, self.seed, self.settings = store, number, seed, settings
         self._similarity: TaskSimilarity | None = None
         self._probe: list[Task] | None = None
+        # On a curriculum suite with `fresh_instances`: rounds and probe draw new instances.
+        self.fresh: FreshInstances | None = None
+
+    def family_evidence(self, tasks: list[Task], iteration: int) -> Evidence:
+        """What is stored before `iteration`, by family: this stage's rollouts of fresh instances
+        and, as a prior, the last `PRIOR_PER_FAMILY` explore attempts of the RSR round of the same
+        number on each family's suite tasks (so that a family's prior weighs as a few rollouts,
+        however many instances it has)."""
+        seen: dict[str, list[tuple[bool, float]]] = {}
+        for o in self.store.rpr.scored_before(self.number, iteration):
+            seen.setdefault(family_of_name(o.task), []).append((o.success, o.reward))
+        family = {t.name: str(t.metadata.get("family") or family_of_name(t.name)) for t in tasks}
+        prior: dict[str, list[tuple[bool, float]]] = {}
+        for name, outcomes in self.store.rsr.explore_outcomes(self.number).items():
+            prior.setdefault(family.get(name, family_of_name(name)), []).extend(outcomes)
+        return Evidence(seen, {f: found[-PRIOR_PER_FAMILY:] for f, found in prior.items()})
+
+    def fresh_tasks(
+        self, tasks: list[Task], iteration: int, k: int, *, probe: bool = False
+    ) -> tuple[list[Task], Evidence]:
+        """`k` fresh instances from the families whose rewards are expected to vary most before
+        `iteration` (a family settled by `frontier_evidence` of its own rollouts, all successes or
+        all zeros, comes last), cycling over them when there are fewer than `k`."""
+        assert self.fresh is not None
+        evidence = self.family_evidence(tasks, iteration)
+        families = self.fresh.families
+        ranked = choose_tasks(
+            families, evidence, len(families), settled_after=self.settings.frontier_evidence, name=str
+        )
+        width = min(k, len(ranked))
+        chosen = [ranked[m % width] for m in range(k)]
+        return self.fresh.draw(chosen, None if probe else iteration), evidence
 
     def evidence(self, tasks: list[Task], iteration: int) -> Evidence:
         """What is stored before `iteration`: this stage's rollouts and, as a prior, the explore
@@ -105,8 +143,12 @@ class Planner:
         return choose_tasks(tasks, evidence, k, settled_after=self.settings.frontier_evidence), evidence
 
     def round(self, tasks: list[Task], rnd: Round) -> RoundPlan:
-        chosen, evidence = self.frontier(tasks, rnd.iteration, self.settings.tasks_per_round)
-        expected = sum(evidence.expected_success(t.name) for t in chosen) / len(chosen)
+        if self.fresh is not None:
+            chosen, evidence = self.fresh_tasks(tasks, rnd.iteration, self.settings.tasks_per_round)
+            expected = sum(evidence.expected_success(family_of_name(t.name)) for t in chosen) / len(chosen)
+        else:
+            chosen, evidence = self.frontier(tasks, rnd.iteration, self.settings.tasks_per_round)
+            expected = sum(evidence.expected_success(t.name) for t in chosen) / len(chosen)
         plan = Plan(
             rpr_round_scope(self.number, rnd.iteration),
             self.round_jobs(chosen, rnd),
@@ -135,7 +177,11 @@ class Planner:
         that the probe measures where the actor can still get better. Fixed for the stage."""
         if self._probe is None:
             s = self.settings
-            self._probe, _ = self.frontier(tasks, s.critic_warmup_rounds, s.probe_tasks or s.tasks_per_round)
+            k = s.probe_tasks or s.tasks_per_round
+            if self.fresh is not None:
+                self._probe, _ = self.fresh_tasks(tasks, s.critic_warmup_rounds, k, probe=True)
+            else:
+                self._probe, _ = self.frontier(tasks, s.critic_warmup_rounds, k)
         return self._probe
 
     def probe_jobs(self, tasks: list[Task]) -> tuple[Job, ...]:

@@ -91,21 +91,29 @@ class Evidence:
         return (sum(w for ok, _, w in found if ok) + PSEUDO[1][1]) / (sum(w for *_, w in found) + 2 * PSEUDO[1][1])
 
 
-def choose_tasks(tasks: list, evidence: Evidence, k: int, *, settled_after: int) -> list:
+def choose_tasks(tasks: list, evidence: Evidence, k: int, *, settled_after: int, name=lambda t: t.name) -> list:
     """The `k` tasks (of `tasks`, in their seeded order) a round samples: those whose rollouts for
     the current actor are expected to vary most in reward (a group PPO can learn from), then the
     least tried, then by order. A task is not used up by a round: one that went both ways stays
     first until the actor settles it. A task settled by its own rollouts (at least `settled_after`,
-    all succeeded or all earned nothing) comes only when nothing else is left."""
+    all succeeded or all earned nothing) comes only when nothing else is left. `name` gives an
+    item's name in the evidence (families are ranked the same way: engine/rpr/fresh.py)."""
     seen = evidence.seen
     settled = settled_tasks(seen, settled_after) if settled_after else set()
+    names = [name(t) for t in tasks]
     ranked = sorted(
         range(len(tasks)),
-        key=lambda i: (
-            tasks[i].name in settled,
-            -round(evidence.informative(tasks[i].name), 9),
-            len(seen.get(tasks[i].name, [])),
-            i,
-        ),
+        key=lambda i: (names[i] in settled, -round(evidence.informative(names[i]), 9), len(seen.get(names[i], [])), i),
     )
     return [tasks[i] for i in ranked[:k]]
+
+
+def mixed_fraction(keyed: list[tuple[str, Rollout]]) -> float:
+    """The fraction of a round's groups (one task's rollouts, two or more of them scored) whose
+    rewards differ: the groups PPO can learn a preference from. NaN when there is no such group."""
+    groups: dict[str, list[float]] = {}
+    for key, rollout in keyed:
+        if rollout.reward is not None:
+            groups.setdefault(key.rsplit("|", 1)[0], []).append(rollout.reward)
+    eligible = [rewards for rewards in groups.values() if len(rewards) > 1]
+    return sum(len(set(r)) > 1 for r in eligible) / len(eligible) if eligible else float("nan")

@@ -9,7 +9,8 @@ The stage only sequences its phases, each a module of its own:
     resume.py       the stage's record; the trainer from `latest`, or a fresh one
     for each round:
       probe.py        (joint rounds) the actor on the stage's fixed probe jobs
-      plan.py         which tasks, keys and seeds the round rolls out
+      plan.py         which tasks, keys and seeds the round rolls out (fresh.py: new
+                      curriculum instances of the families at the frontier)
       rollout_runs.py its missing rollouts run, every one read back from the store
       update.py       one PPO update, the round's metrics and progress line
       checkpoints.py  adapters, value head and trainer state, then `latest`
@@ -35,6 +36,7 @@ from engine.policy.spec import trainable_weights
 from engine.resumable import Resumable, WorkContext
 from engine.rollout.harnesses import HARNESSES
 from engine.rpr import checkpoints, probe
+from engine.rpr.fresh import FreshInstances, curriculum_families
 from engine.rpr.plan import Planner, Round
 from engine.rpr.resume import RprError, StageSpec, TrainerState, load_trainer, open_record
 from engine.rpr.rollout_runs import RolloutRunner
@@ -118,6 +120,9 @@ class RprStage(Resumable):
     # -- the stage ---------------------------------------------------------------------------
     def run(self) -> RprReport:
         tasks = self._tasks()
+        families = curriculum_families(tasks) if self.settings.fresh_instances else []
+        if families:
+            self.planner.fresh = FreshInstances(self.dir / "tasks", families, seed=self.seed, number=self.number)
         base, start_adapter = trainable_weights(self.model)
         spec = StageSpec(self.number, self.model, self.tasks_path, self.settings, start_adapter, self.critic_from)
         if open_record(self.store, spec):

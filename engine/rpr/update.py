@@ -18,7 +18,7 @@ from engine.config import RprConfig
 from engine.rpr.plan import Round
 from engine.rpr.resume import TrainerState
 from engine.rpr.rollout_runs import RolloutBatch
-from engine.rpr.sampling import informative
+from engine.rpr.sampling import informative, mixed_fraction
 
 if TYPE_CHECKING:
     from engine.rpr.ppo import UpdateStats
@@ -55,6 +55,7 @@ class RoundOutcome:
     reward: float
     success: float
     expected_success: float
+    mixed_groups: float  # of the round's groups (one task's rollouts), the fraction whose rewards differ
     rollout_s: float
     generation_share: float  # of the episodes' wall time, spent sampling
 
@@ -71,6 +72,7 @@ class RoundOutcome:
             "rpr/success": self.success,
             "rpr/expected_success": self.expected_success,
             "rpr/trained_episodes": self.trained,
+            "rpr/mixed_groups": self.mixed_groups,
             "ppo/value_loss": stats.value_loss,
             "ppo/explained_variance": stats.explained_variance,
             "ppo/policy_loss": stats.policy_loss,
@@ -102,7 +104,8 @@ class RoundOutcome:
         return (
             f"{self.round.label}: reward {number_text(self.reward, 3)}, success "
             f"{number_text(self.success, 2)} (expected "
-            f"{number_text(self.expected_success, 2)}), {fit}" + sampler_warning(stats.sampler_ratio)
+            f"{number_text(self.expected_success, 2)}), mixed groups {number_text(self.mixed_groups, 2)}, {fit}"
+            + sampler_warning(stats.sampler_ratio)
         )
 
 
@@ -139,6 +142,7 @@ def train_round(
         sum(r.reward for r in scored) / len(scored) if scored else math.nan,
         sum(r.success for r in scored) / len(scored) if scored else math.nan,
         expected_success,
+        mixed_fraction(list(batch.keyed)),
         batch.seconds,
         sum(r.generation_s for r in rollouts) / episode_s,
     )
