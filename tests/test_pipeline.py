@@ -153,3 +153,15 @@ def test_training_seeds_are_separate_lineages_that_share_base(tmp_path: Path, re
     assert rows["Base"].seeds == (0,) and rows["RSR-1"].seeds == (0, 1)
     assert rows["RSR-1"].mean.estimate == 1.0 and rows["RSR-1"].gain.estimate == 0.0  # the script always passes
     assert rows["RPR-1"].seeds == () and rows["RPR-1"].mean is None
+    # By kind of task: a suite of no curriculum family is one tier, "other", and each family's row
+    # says per stage how often it passed in each seed, and how often RSR's exploration did.
+    from engine.pipeline.families import family_rows, tier_summaries
+
+    tiers = tier_summaries(store, [0, 1])
+    assert list(tiers) == ["other"] and {r.stage: r.mean for r in tiers["other"]} == {
+        r.stage: r.mean for r in summarize(store, [0, 1])
+    }
+    (hello,) = family_rows(store, [0, 1])
+    assert (hello.family, hello.tier, hello.learned_in) == ("hello", "other", (0, 1))
+    assert hello.stages["RSR-1"].per_seed == ((2, 2), (2, 2)) and hello.stages["RSR-1"].explore == (2, 2)
+    assert hello.stages["Base"].explore is None and set(hello.stages) == {"Base", "RSR-1"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from engine.api import (
     PIPELINE_STAGES,
+    FamilyRow,
     NodeStatus,
     RunComparison,
     RunRecord,
@@ -61,6 +62,28 @@ def seed_rows(summary: list[StageOverSeeds] | tuple[StageOverSeeds, ...]) -> lis
             gain = f"{r.gain.estimate:+.3f} [{r.gain.low:+.3f}, {r.gain.high:+.3f}] vs {r.parent}"
         rows.append((r.stage, str(len(r.seeds)), per_seed, mean, gain))
     return rows
+
+
+def family_columns(stages: list[str]) -> tuple[str, ...]:
+    """FAMILY rows' columns: the family, its tier, then each stage's eval pass@1 (RSR stages with
+    their exploration's successes/attempts), then the seeds it was learned in."""
+    return ("family", "tier", *stages, "learned in seeds")
+
+
+def family_row_cells(row: FamilyRow, stages: list[str]) -> tuple[str, ...]:
+    """One family for `family_columns`: per stage "0.375 (3/8)" over seeds, "+ explore 2/16"."""
+    cells = []
+    for stage in stages:
+        cell = row.stages.get(stage)
+        if cell is None or cell.rate is None:
+            cells.append("-")
+            continue
+        s, n = sum(a for a, _ in cell.per_seed), sum(b for _, b in cell.per_seed)
+        text = f"{cell.rate:.2f} ({s}/{n})"
+        if cell.explore is not None:
+            text += f", explore {cell.explore[0]}/{cell.explore[1]}"
+        cells.append(text)
+    return (row.family, row.tier, *cells, ", ".join(map(str, row.learned_in)) or "-")
 
 
 RUN_COLUMNS = ("run", "kind", "agent", "status", "episodes", "success", "pass@1 [95% CI]", "started")

@@ -30,6 +30,7 @@ from engine.cluster.status import NodeStatus
 from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, load_preset
 from engine.config.paths import builtin_tasks_dir, resolve_paths
 from engine.pipeline.evaluation import PipelineError
+from engine.pipeline.families import FamilyCell, FamilyRow
 from engine.pipeline.summary import StageOverSeeds
 from engine.policy import ModelSpec, PolicyError, parse_model_spec
 from engine.results import AgentStep, EpisodeResult
@@ -72,6 +73,8 @@ __all__ = [
     "RolloutCurve",
     "RunCurvesUpdate",
     "StageOverSeeds",
+    "FamilyCell",
+    "FamilyRow",
     "StagePass",
     "StagePasses",
     "SuiteOverview",

@@ -23,6 +23,7 @@ from engine.api.views import (
     TaskDetail,
     TaskStatus,
 )
+from engine.pipeline.families import FamilyRow, family_rows, tier_summaries
 from engine.pipeline.lineage import Lineage, stored_seeds
 from engine.pipeline.summary import StageOverSeeds, summarize
 from engine.rsr.frontier import PassEstimate
@@ -93,6 +94,15 @@ class StoreReads:
         """Each stage's pass@1 over training seeds, and its paired gain over its parent
         (every seed with a stage in the store, unless `seeds` says which)."""
         return summarize(self.store, seeds if seeds is not None else self.stored_seeds())
+
+    def by_tier(self, seeds: list[int] | None = None) -> dict[str, list[StageOverSeeds]]:
+        """The stage table over each curriculum tier's eval tasks (one-step, multi-step, held-out
+        families; "other" for tasks of no curriculum family), every stored seed unless `seeds`."""
+        return tier_summaries(self.store, seeds if seeds is not None else self.stored_seeds() or [0])
+
+    def by_family(self, seeds: list[int] | None = None) -> list[FamilyRow]:
+        """Each task family's eval successes per stage and seed, and its RSR explore successes."""
+        return family_rows(self.store, seeds if seeds is not None else self.stored_seeds() or [0])
 
     def over_seeds(self, seeds: list[int] | None = None) -> list[StageOverSeeds]:
         """`stages_over_seeds`, or nothing with fewer than two training seeds (nothing to compare):

@@ -8,6 +8,7 @@ shared by every lineage, so its row has one value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from engine.keys import EvalKey, eval_scope
 from engine.pipeline.lineage import Lineage
@@ -26,7 +27,7 @@ class StageOverSeeds:
     gain: Interval | None  # pass@1(stage) - pass@1(parent), paired by task and sampling seed
 
 
-def _task_outcomes(store: Store, stage_key: str) -> dict[str, dict[str, bool]]:
+def task_outcomes(store: Store, stage_key: str) -> dict[str, dict[str, bool]]:
     """task -> {sampling seed: success} of a stage's scored evaluation episodes."""
     jobs = store.jobs.finished(eval_scope(stage_key))
     episodes = {e.id: e for e in store.runs.episodes_by_id([j.episode_id for j in jobs.values()])}
@@ -53,15 +54,24 @@ def _paired_gain(child: dict[str, dict[str, bool]], parent: dict[str, dict[str, 
     return gains
 
 
-def summarize(store: Store, seeds: list[int]) -> list[StageOverSeeds]:
-    stored = store.stages.all()
-    read: dict[str, dict[str, dict[str, bool]]] = {}
+Outcomes = dict[str, dict[str, bool]]  # task -> {sampling seed: success}
 
-    def outcomes_of(key: str) -> dict[str, dict[str, bool]]:
+
+def summarize(
+    store: Store, seeds: list[int], keep: Callable[[str], bool] | None = None, read: dict[str, Outcomes] | None = None
+) -> list[StageOverSeeds]:
+    """Every stage over `seeds`; with `keep`, over the eval tasks it keeps (by name) alone, such as
+    one tier of the curriculum (engine/pipeline/families.py). `read` caches what was read, for
+    several calls over one store."""
+    stored = store.stages.all()
+    read = {} if read is None else read
+
+    def outcomes_of(key: str) -> Outcomes:
         """Each stage's episodes are read once: a stage is also the next one's parent, and Base every lineage's."""
         if key not in read:
-            read[key] = _task_outcomes(store, key)
-        return read[key]
+            read[key] = task_outcomes(store, key)
+        found = read[key]
+        return found if keep is None else {task: v for task, v in found.items() if keep(task)}
 
     rows = []
     for i, name in enumerate(PIPELINE_STAGES):

@@ -9,7 +9,9 @@ import click
 from rich.table import Table
 
 from engine.api import (
+    PIPELINE_STAGES,
     ConfigError,
+    FamilyRow,
     PipelineRequest,
     PolicyError,
     RprError,
@@ -34,7 +36,7 @@ from trsi_tui.cli.common import (
     write_json,
 )
 from trsi_tui.cli.group import cli
-from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, seed_rows, stage_rows
+from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, family_columns, family_row_cells, seed_rows, stage_rows
 from trsi_tui.safe_text import markup
 
 
@@ -58,7 +60,7 @@ def pipeline() -> None:
     default="demo",
     show_default=True,
     help="Embedded configuration used when --config is not given. demo: the bundled model on the "
-    "generated curriculum (136 train, 68 eval tasks), one training seed in about 45 minutes on 2 CPU cores.",
+    "generated curriculum (one-step and multi-step families: 104 train, 128 eval tasks), 3 turns per episode.",
 )
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
@@ -151,8 +153,14 @@ def pipeline_run(
 
 @pipeline.command("status")
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
+@click.option(
+    "--families",
+    is_flag=True,
+    help="Also the stage table per curriculum tier (one-step, multi-step, held-out families) and per "
+    "family (eval pass@1 per stage, RSR exploration's successes); with --json, under by_tier and by_family.",
+)
 @click.pass_context
-def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
+def pipeline_status(ctx: click.Context, json_path: str | None, families: bool) -> None:
     """The stored stage table: status, checkpoint, pass@1 with its 95% interval; with several
     training seeds, one table per seed and each stage's mean over seeds and gain over its parent."""
     engine = engine_of(ctx)
@@ -162,7 +170,17 @@ def pipeline_status(ctx: click.Context, json_path: str | None) -> None:
     summary = engine.over_seeds(list(lineages))
     if summary:
         out.print(seed_table(summary))
-    write_json(json_path, pipeline_json(lineages, summary))
+    data = pipeline_json(lineages, summary)
+    if families:
+        from dataclasses import asdict
+
+        tiers, rows = engine.by_tier(list(lineages)), engine.by_family(list(lineages))
+        for tier, table_rows in tiers.items():
+            out.print(seed_table(table_rows, f"Tier {tier} (paired: same eval tasks and sampling seeds)"))
+        out.print(family_table(rows))
+        data = {**data, "by_tier": {t: [asdict(r) for r in rs] for t, rs in tiers.items()}}
+        data["by_family"] = [asdict(r) for r in rows]
+    write_json(json_path, data)
 
 
 def pipeline_json(lineages: dict[int, dict[str, StageRecord]], summary: list[StageOverSeeds]) -> dict:
@@ -184,8 +202,18 @@ def stage_table(stages: dict[str, StageRecord], title: str = "Pipeline") -> Tabl
     return table
 
 
-def seed_table(summary: list[StageOverSeeds]) -> Table:
-    table = new_table("Over training seeds (paired: same eval tasks and sampling seeds)", *SEED_COLUMNS)
+def seed_table(
+    summary: list[StageOverSeeds], title: str = "Over training seeds (paired: same eval tasks and sampling seeds)"
+) -> Table:
+    table = new_table(title, *SEED_COLUMNS)
     for row in seed_rows(summary):
         table.add_row(*row)
+    return table
+
+
+def family_table(rows: list[FamilyRow]) -> Table:
+    stages = [s for s in PIPELINE_STAGES if any(s in r.stages for r in rows)]
+    table = new_table("By family: eval pass@1 over seeds (successes/episodes)", *family_columns(stages))
+    for row in rows:
+        table.add_row(*family_row_cells(row, stages))
     return table
