@@ -220,9 +220,13 @@ def test_the_demo_preset_is_valid_and_sized_for_the_cpu():
     demo = load_preset("demo")
     assert demo.pipeline.model == "bundled:smollm2-135m" and demo.sandbox.backend == "local"
     assert demo.rpr.critic_warmup_rounds == 4 and demo.rpr.rounds >= 1
-    assert demo.rsr.harnesses[0] == demo.rpr.harness == demo.pipeline.eval_harness == "fenced-bash-primed"
-    # On the curriculum, with every stage evaluated on at least 64 eval tasks x 2 sampling seeds.
-    from engine.tasks.curriculum import FAMILIES, parse_suite_spec
+    assert demo.rsr.harnesses[0] == demo.rpr.harness == demo.pipeline.eval_harness == "fenced-bash-turns"
+    # Several turns everywhere, a stop the model learns, RPR on fresh instances.
+    assert demo.rsr.max_turns == demo.rpr.max_turns == demo.pipeline.eval_max_turns == 3
+    assert demo.rsr.teach_stop and demo.rpr.fresh_instances and demo.rsr.unsolved_family_attempts > demo.rsr.attempts
+    # On the curriculum, with every stage evaluated on at least 64 eval tasks, both tiers and the
+    # held-out families among them.
+    from engine.tasks.curriculum import FAMILIES, HELDOUT_FAMILIES, parse_suite_spec
 
     train, evaluation = parse_suite_spec(demo.tasks)
-    assert evaluation * len(FAMILIES) >= 64 and demo.pipeline.eval_seeds >= 2 and demo.pipeline.eval_tasks == 0
+    assert evaluation * len(FAMILIES) >= 64 and demo.pipeline.eval_tasks == 0 and HELDOUT_FAMILIES

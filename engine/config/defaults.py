@@ -15,8 +15,9 @@ TEMPLATE = """\
 # trsi-tui configuration. Every key is optional; these are the defaults.
 
 # Default task suite for commands that take --tasks: a directory, or "curriculum" /
-# "curriculum:TRAIN,EVAL" (the one-command curriculum, TRAIN and EVAL instances per family,
-# generated into the cache); empty: the built-in suite.
+# "curriculum:TRAIN,EVAL" (the curriculum's one-step and multi-step families: TRAIN instances of
+# each trained family, EVAL of every family, held-out ones too, generated into the cache); empty:
+# the built-in suite.
 tasks = @
 
 [sandbox]
@@ -75,6 +76,9 @@ trim_to_verified_prefix = @     # ... cut after the shortest prefix of its comma
 sample_prompt = @           # the SFT sample's system prompt: "as-run", or "bare" (no worked examples)
 samples_per_task = @       # SFT's balanced set: at most this many samples per task (0: no cap)
 samples_per_family = @     # ... and per task family (the curriculum's `family`, else `category`)
+teach_stop = @             # an SFT sample ends with the harness's stop reply (DONE) after its verified steps
+unsolved_family_attempts = @  # while a family has no success in the round: unaided attempts per task (0: off)
+unsolved_family_turns = @  # ... with this many turns after the first min_attempts (0: max_turns)
 
 [rsr.sft]                  # QLoRA
 rank = @
@@ -112,6 +116,7 @@ minibatch_episodes = @
 loss_agg_mode = @             # or "seq-mean-token-mean": every episode weighs the same
 frontier_evidence = @      # a task whose rollouts (this many or more) all succeeded, or all earned 0, leaves the plan
 drop_uniform_groups = @    # joint rounds leave out a task's rollouts whose rewards are all equal
+fresh_instances = @        # on a curriculum: each round draws new instances of the families at the frontier
 normalize_advantages = @
 old_logprobs = @           # PPO's old log-probs: the sampler's when a one-episode probe agrees; or "recompute"
 sampler_tolerance = @      # the probe's largest mean |log-prob difference| that still counts as agreeing

@@ -105,6 +105,14 @@ class RsrConfig(_Section):
     # commands that passes every check when re-run in a fresh sandbox.
     explore_fallback: bool = True
     trim_to_verified_prefix: bool = True
+    # An SFT sample ends with the harness's stop reply (DONE) after its verified steps, so that a
+    # model given several turns learns to stop once the work is done instead of acting on.
+    teach_stop: bool = True
+    # Exploration spends more where nothing is known to work yet: while no task of a family (the
+    # curriculum's `family`) has a success in the round, each of its tasks gets up to this many
+    # unaided attempts (0: the same as any task), with `unsolved_family_turns` turns (0: max_turns).
+    unsolved_family_attempts: int = Field(0, ge=0, le=64)
+    unsolved_family_turns: int = Field(0, ge=0, le=200)
     # What system prompt an SFT sample carries: the one the replay ran with ("as-run"), or the
     # harness's without worked examples ("bare"; evaluate the result under fenced-bash-bare).
     sample_prompt: Literal["as-run", "bare"] = "as-run"
@@ -140,6 +148,10 @@ class RprConfig(_Section):
     # Rounds sample tasks at the frontier: a task whose last `frontier_evidence` rollouts or more
     # all succeeded, or all earned nothing, leaves the plan (0 keeps every task).
     frontier_evidence: int = Field(4, ge=0, le=1000)
+    # On a curriculum suite, every round (and the probe) draws new instances of the families at the
+    # frontier instead of reusing the suite's train tasks, which the actor would memorize
+    # (engine/rpr/fresh.py); other suites always use their own tasks.
+    fresh_instances: bool = True
     # In joint rounds, a task's group of rollouts whose rewards are all equal is left out of the
     # update: its advantages carry no preference between replies (DAPO's dynamic sampling).
     drop_uniform_groups: bool = True
