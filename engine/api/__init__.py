@@ -29,6 +29,7 @@ from engine.cluster.access import is_loopback
 from engine.cluster.status import NodeStatus
 from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, load_preset
 from engine.config.paths import builtin_tasks_dir, resolve_paths
+from engine.jobs import JOB_ENV, JOB_STATUSES, EventTail, JournalEntry, RunnerJob, UnknownJob
 from engine.pipeline.evaluation import PipelineError
 from engine.pipeline.families import FamilyCell, FamilyRow
 from engine.pipeline.summary import StageOverSeeds
@@ -89,6 +90,7 @@ __all__ = [
     "RprError",
     "RsrError",
     "StoreError",
+    "UnknownJob",
     "WorkBusy",
     # values
     "AgentStep",
@@ -96,14 +98,19 @@ __all__ = [
     "DEFAULT_CONFIG_TOML",
     "EpisodeRecord",
     "EpisodeResult",
+    "EventTail",
     "FAMILIES",
     "HARNESSES",
+    "JOB_ENV",
+    "JOB_STATUSES",
+    "JournalEntry",
     "ModelSpec",
     "NodeStatus",
     "PIPELINE_STAGES",
     "PassEstimate",
     "RunComparison",
     "RunRecord",
+    "RunnerJob",
     "Runbook",
     "SCRIPTED_AGENTS",
     "StageRecord",

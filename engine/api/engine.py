@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.api.jobs import RunnerJobs
 from engine.api.reads import StoreReads
 from engine.api.requests import EvalRequest, PipelineRequest, RprRequest, RsrRequest
 from engine.cluster.access import Access as ClusterAccess
@@ -45,7 +46,7 @@ class EvalReport:
         return per_task((r.task, r.success, r.scored) for r in self.results)
 
 
-class Engine(StoreReads):
+class Engine(StoreReads, RunnerJobs):
     """Config + store + event bus, and every operation a front end starts: the one door into the engine."""
 
     def __init__(self, config: Config, store: Store, paths: Paths | None = None, bus: EventBus | None = None) -> None:
@@ -57,6 +58,7 @@ class Engine(StoreReads):
         self._work = None  # the RSR round, RPR stage or pipeline in progress, if any (for cancel)
         self._stop_requested = False
         self._executor = None  # the cluster's, once joined; kept so workers keep their replicas
+        self.job_id: str | None = None  # the detached runner job this process runs as (`as_runner_job`)
 
     # -- configuration ---------------------------------------------------------------------------
     def use_config(self, config: Config, *, keep_tui: bool = False) -> None:
@@ -278,7 +280,7 @@ class Engine(StoreReads):
 
         self._preflight(backend)
         self._stop_requested = False
-        with hold_work_lock(self.store.path, what):
+        with hold_work_lock(self.store.path, what, job=self.job_id):
             self._work = build()
             try:
                 return self._work.run()

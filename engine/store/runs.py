@@ -19,7 +19,7 @@ class RunRepository:
     def mark_dead(self) -> None:
         """Runs left 'running' by a process that no longer exists were interrupted."""
         with self._d.lock:
-            for row in self._d.db.query("SELECT id, pid FROM runs WHERE status = 'running'"):
+            for row in self._d.rows("SELECT id, pid FROM runs WHERE status = 'running'"):  # whole, before writing
                 if not pid_alive(row["pid"]):
                     self._d.db["runs"].update(row["id"], {"status": "interrupted"})
 

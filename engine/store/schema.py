@@ -7,12 +7,13 @@ misread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import sqlite_utils
 
@@ -238,12 +239,34 @@ def _v7(db: sqlite_utils.Database) -> None:
     db["stages"].add_column("pid", int)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7]
+def _v8(db: sqlite_utils.Database) -> None:
+    # Runs that outlive their terminal: every event a detached job emits, in order (AUTOINCREMENT:
+    # an id is never reused, so a reader that resumes after the last id it saw misses nothing),
+    # and the jobs themselves with the process running each.
+    db.execute("CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job TEXT, ts REAL, type TEXT, payload TEXT)")
+    db["events"].create_index(["job", "id"])
+    db["runner_jobs"].create(
+        {
+            "id": str,
+            "kind": str,
+            "command": str,
+            "pid": int,
+            "status": str,
+            "started_at": str,
+            "ended_at": str,
+            "detail": str,
+        },
+        pk="id",
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1, _v2, _v3, _v4, _v5, _v6, _v7, _v8]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def pid_alive(pid: int | None) -> bool:
-    """Whether process `pid` of this machine is alive (a process of another user counts)."""
+    """Whether process `pid` of this machine is alive (a process of another user counts; a zombie,
+    ended but not yet reaped by its parent, does not)."""
     if not pid:
         return False
     if pid == os.getpid():
@@ -254,7 +277,42 @@ def pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (not Linux), or it ended just now: kill(0) said it was there
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+class _Handle(sqlite_utils.Database):
+    """sqlite-utils' handle, whose transactions take the write lock as they begin (BEGIN IMMEDIATE).
+
+    Another process (the TUI, a detached job's events journal, even a thread of this one) writes
+    to the same file. A plain BEGIN reads first (sqlite-utils looks at the table) and asks for the
+    write lock later; if another connection committed in between, SQLite refuses at once with
+    "database is locked" instead of waiting out the busy timeout. Taking the lock first waits."""
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator["_Handle"]:
+        if self.conn.in_transaction:  # nested: a savepoint inside the transaction that holds the lock
+            with super().atomic():
+                yield self
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            self.conn.rollback()
+            raise
+        try:
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.rollback()
+            raise
 
 
 class Database:
@@ -265,7 +323,7 @@ class Database:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-        self.db = sqlite_utils.Database(conn)
+        self.db = _Handle(conn)
         self.lock = threading.RLock()
         try:
             self.db.execute("PRAGMA journal_mode=WAL")

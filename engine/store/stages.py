@@ -26,7 +26,7 @@ class StageRepository:
     def mark_dead(self) -> None:
         """Stages left 'running' by a process that no longer exists were interrupted."""
         with self._d.lock:
-            for row in self._d.db.query("SELECT name, pid FROM stages WHERE status = 'running'"):
+            for row in self._d.rows("SELECT name, pid FROM stages WHERE status = 'running'"):  # whole, before writing
                 if not pid_alive(row["pid"]):
                     self._d.db["stages"].update(
                         row["name"],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from trsi_tui.cli import cluster, evaluate, pipeline, rpr, rsr, runs, sandbox, tasks  # noqa: F401 - they register commands
+from trsi_tui.cli import cluster, evaluate, jobs, pipeline, rpr, rsr, runs, sandbox, tasks  # noqa: F401 - they register commands
 from trsi_tui.cli.common import err
 from trsi_tui.cli.group import cli
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engine.api import ConfigError, Engine, StoreError
-from engine.events import EpisodeFinished, Event, RunStarted
+from engine.events import EpisodeFinished, Event, PipelineProgress, RprProgress, RsrProgress, RunStarted
 from sandboxes import available_backends
 from trsi_tui.safe_text import markup, plain, printable
 
@@ -100,6 +100,20 @@ def progress_printer():
                 f"  {done['n']:>3}/{done['total']} {mark} {markup(r.task)} ({markup(r.agent)}) "
                 f"{r.checks_passed}/{r.checks_total} reward={reward} {r.duration_s:.1f}s"
             )
+
+    return on_event
+
+
+def stage_printer():
+    """The pipeline's progress lines: stages as they start, are evaluated and end; RSR and RPR steps."""
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, PipelineProgress):
+            out.print(f"[bold]{markup(event.stage)}[/] {markup(event.status)}: {markup(event.detail)}")
+        elif isinstance(event, RsrProgress):
+            out.print(f"  rsr {event.round} {markup(event.stage)}: {markup(event.detail)}")
+        elif isinstance(event, RprProgress):
+            out.print(f"  rpr {event.round} {markup(event.detail)}")
 
     return on_event
 

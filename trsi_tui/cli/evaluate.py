@@ -18,6 +18,7 @@ from trsi_tui.cli.common import (
     progress_printer,
     write_json,
 )
+from trsi_tui.cli.detach import detach_if_asked, detachable, note_job
 from trsi_tui.cli.group import cli
 from trsi_tui.render import comparison_lines, summary_lines, task_row
 from trsi_tui.safe_text import markup
@@ -86,6 +87,7 @@ from trsi_tui.safe_text import markup
     help="Write {results: [...], summary: {success_rate, ...}} as JSON.",
 )
 @cluster_option
+@detachable("eval")
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -115,6 +117,7 @@ def eval_cmd(
     if agent is None:
         raise click.UsageError("Missing option '--agent' (oracle, nop or model).")
     check_backend(backend)
+    detach_if_asked(ctx)
     engine = engine_of(ctx, cluster)
     unsubscribe = engine.bus.subscribe(progress_printer())
     try:
@@ -137,6 +140,8 @@ def eval_cmd(
         raise failure(exc) from None
     finally:
         unsubscribe()
+    passed = f"{report.summary['successes']}/{report.summary['scored']}"
+    note_job(ctx, f"run {report.run_id}: {passed} scored episodes passed")
     for e in suite.errors:
         err.print(f"[red]skipped malformed task[/] {markup(str(e.path))}: {markup(e.reason)}")
     table = new_table(

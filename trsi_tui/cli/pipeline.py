@@ -21,7 +21,6 @@ from engine.api import (
     load_config,
     load_preset,
 )
-from engine.events import Event, PipelineProgress, RprProgress, RsrProgress
 from sandboxes import SandboxError
 from trsi_tui.cli.common import (
     TASKS_HELP,
@@ -33,11 +32,12 @@ from trsi_tui.cli.common import (
     out,
     progress_printer,
     run_resumable,
+    stage_printer,
     write_json,
 )
+from trsi_tui.cli.detach import detach_if_asked, detachable
 from trsi_tui.cli.group import cli
 from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, family_columns, family_row_cells, seed_rows, stage_rows
-from trsi_tui.safe_text import markup
 
 
 # -- pipeline ------------------------------------------------------------------------------------
@@ -86,6 +86,7 @@ def pipeline() -> None:
 )
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the stage table as JSON.")
 @cluster_option
+@detachable("pipeline", headless=True)
 @click.pass_context
 def pipeline_run(
     ctx: click.Context,
@@ -103,10 +104,11 @@ def pipeline_run(
     """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
 
     The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
-    kept in the store: stop it anywhere (q in the TUI, ctrl+c headless) and run the same
-    command again to resume without losing or repeating work. With several training seeds,
-    a second table gives each stage's mean pass@1 over seeds and its paired gain over its
-    parent (same eval tasks and sampling seeds), both with 95% intervals.
+    kept in the store: stop it anywhere (q in the TUI, ctrl+c headless, `trsi-tui jobs stop ID`
+    when started with --detach) and run the same command again to resume without losing or
+    repeating work. With several training seeds, a second table gives each stage's mean pass@1
+    over seeds and its paired gain over its parent (same eval tasks and sampling seeds), both
+    with 95% intervals.
     """
     check_backend(backend)
     engine = engine_of(ctx)
@@ -121,23 +123,16 @@ def pipeline_run(
     request = PipelineRequest(
         tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=tuple(seeds)
     )
+    detach_if_asked(ctx)
     if not headless and sys.stdout.isatty() and sys.stdin.isatty():
         from trsi_tui.app import create_app
 
         create_app(engine, start_pipeline=request).run()
         return
 
-    def show(event: Event) -> None:
-        if isinstance(event, PipelineProgress):
-            out.print(f"[bold]{markup(event.stage)}[/] {markup(event.status)}: {markup(event.detail)}")
-        elif isinstance(event, RsrProgress):
-            out.print(f"  rsr {event.round} {markup(event.stage)}: {markup(event.detail)}")
-        elif isinstance(event, RprProgress):
-            out.print(f"  rpr {event.round} {markup(event.detail)}")
-
     lineages = run_resumable(
         engine,
-        [show, progress_printer()],
+        [stage_printer(), progress_printer()],
         lambda: engine.run_pipeline(request),
         errors=(SandboxError, PolicyError, RsrError, RprError, ValueError, RuntimeError),
         stopped="pipeline stopped",
@@ -176,7 +171,8 @@ def pipeline_status(ctx: click.Context, json_path: str | None, families: bool) -
 
         tiers, rows = engine.by_tier(list(lineages)), engine.by_family(list(lineages))
         for tier, table_rows in tiers.items():
-            out.print(seed_table(table_rows, f"Tier {tier} (paired: same eval tasks and sampling seeds)"))
+            done = [r for r in table_rows if r.seeds]  # a stage no seed has finished says nothing yet
+            out.print(seed_table(done, f"Tier {tier} (paired: same eval tasks and sampling seeds)"))
         out.print(family_table(rows))
         data = {**data, "by_tier": {t: [asdict(r) for r in rs] for t, rs in tiers.items()}}
         data["by_family"] = [asdict(r) for r in rows]

@@ -9,6 +9,7 @@ import click
 from engine.api import HARNESSES, RprRequest
 from engine.events import Event, RprProgress
 from trsi_tui.cli.common import new_table, out, write_json
+from trsi_tui.cli.detach import detachable, note_job
 from trsi_tui.cli.group import cli
 from trsi_tui.cli.stage_command import AliasOption, StageOptions, run_stage, stage_options
 from trsi_tui.safe_text import markup
@@ -67,6 +68,7 @@ def _fmt(value) -> str:
     help="Rollout harness (default from config: fenced-bash-primed).",
 )
 @stage_options("the report")
+@detachable("rpr")
 @click.pass_context
 def rpr_run(
     ctx: click.Context,
@@ -132,5 +134,6 @@ def rpr_run(
         )
     out.print(table)
     out.print(f"actor: {markup(report.checkpoint or 'unchanged')}")
+    note_job(ctx, f"actor {report.checkpoint or 'unchanged'}")
     out.print(f"trainer checkpoint (critic, value head, optimizer state): {markup(str(report.trainer_checkpoint))}")
     write_json(stage.json_path, {**asdict(report), "history": list(report.history)})

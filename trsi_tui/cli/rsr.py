@@ -9,6 +9,7 @@ import click
 from engine.api import HARNESSES, RsrRequest
 from engine.events import Event, RsrProgress, RunbookDrafted
 from trsi_tui.cli.common import new_table, out, write_json
+from trsi_tui.cli.detach import detachable, note_job
 from trsi_tui.cli.group import cli
 from trsi_tui.cli.stage_command import StageOptions, run_stage, stage_options
 from trsi_tui.safe_text import markup
@@ -58,6 +59,7 @@ def rsr() -> None:
 )
 @click.option("--split", default=None, help="Task split to explore (default from config: train).")
 @stage_options("the round's report")
+@detachable("rsr")
 @click.pass_context
 def rsr_run(
     ctx: click.Context,
@@ -108,6 +110,7 @@ def rsr_run(
         report.checkpoint or "none",
     )
     out.print(table)
+    note_job(ctx, f"checkpoint {report.checkpoint or 'none'}")
     out.print("funnel: " + " -> ".join(f"{n} {step}" for step, n in report.funnel.items()))
     for note in report.notes:
         out.print(f"note: {markup(note)}")

@@ -13,6 +13,7 @@ from engine.api import ClusterError, Engine, PolicyError, RprError, RsrError, Wo
 from engine.events import Event
 from sandboxes import SandboxError
 from trsi_tui.cli.common import TASKS_HELP, check_backend, cluster_option, engine_of, run_resumable
+from trsi_tui.cli.detach import detach_if_asked
 
 T = TypeVar("T")
 
@@ -62,9 +63,11 @@ def run_stage(
     ctx: click.Context, stage: StageOptions, work: Callable[[Engine], T], *, show: Callable[[Event], None], stopped: str
 ) -> T:
     """`work(engine)` on this invocation's engine (on the cluster `--cluster` names), printing its
-    progress events with `show`. A known error ends the command with its message; ctrl+c stops the
-    stage and says that `stopped` work resumes with the same command."""
+    progress events with `show` (with --detach: started as a runner job instead). A known error
+    ends the command with its message; ctrl+c stops the stage and says that `stopped` work resumes
+    with the same command."""
     check_backend(stage.backend)
+    detach_if_asked(ctx)
     engine = engine_of(ctx, stage.cluster)
     return run_resumable(engine, [show], lambda: work(engine), errors=STAGE_ERRORS, stopped=stopped)
 

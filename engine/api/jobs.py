@@ -1,0 +1,72 @@
+"""The Engine's side of runs that outlive their terminal (`engine.jobs`): start a command as a
+detached runner job, run as one, list, follow, stop. "Runner job" keeps them apart from the
+keyed jobs of resumable stages (`store.jobs`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from engine.config.paths import Paths, resolve_paths
+from engine.events import EventBus
+from engine.jobs import EventTail, JobRegistry, JobRun, RunnerJob, job_log, request_stop, spawn, wait_ended
+from engine.store.work_lock import check_work_lock
+
+if TYPE_CHECKING:
+    from engine.store import Store
+
+
+class RunnerJobs:
+    """Mixed into `Engine` (which gives it the store, paths, bus and `cancel`)."""
+
+    store: Store
+    paths: Paths | None
+    bus: EventBus
+    job_id: str | None  # the runner job this engine runs as, if it is one
+    cancel: Callable[[], None]
+
+    @property
+    def _registry(self) -> JobRegistry:
+        return JobRegistry(self.store.database)
+
+    def _logs_dir(self) -> Path:
+        return (self.paths or resolve_paths(None)).logs_dir
+
+    def runner_jobs(self, limit: int = 50) -> list[RunnerJob]:
+        """Detached jobs, newest first; one whose process is gone reads as interrupted."""
+        return self._registry.list(limit)
+
+    def runner_job(self, job_id: str) -> RunnerJob:
+        """The job with this id or unique id prefix (UnknownJob when none or several)."""
+        return self._registry.get(job_id)
+
+    def start_runner_job(self, kind: str, program: list[str], args: list[str]) -> RunnerJob:
+        """Start `program + args` detached as a job of `kind` and return at once; `args` are the
+        trsi-tui arguments it runs (kept in the registry)."""
+        return spawn(self._registry, kind, program, args, self._logs_dir())
+
+    def runner_job_log(self, job_id: str) -> Path:
+        return job_log(self._logs_dir(), job_id)
+
+    def as_runner_job(self, job_id: str, kind: str, command: list[str]) -> JobRun:
+        """This process is runner job `job_id`: `with engine.as_runner_job(...) as job:` registers it,
+        journals the bus's events, makes SIGTERM a clean stop (`cancel`), records the outcome.
+        Work it runs under the work lock names the job (WorkBusy tells others how to reach it)."""
+        self.job_id = job_id
+        return JobRun(self._registry, self.store.path, self.bus, job_id, kind, command, self.cancel)
+
+    def stop_runner_job(self, job_id: str) -> RunnerJob:
+        """Ask the job's process to stop (SIGTERM: its running episodes end, its work resumes later)."""
+        return request_stop(self._registry, job_id)
+
+    def wait_runner_job(self, job_id: str, timeout: float) -> RunnerJob | None:
+        """The job once its process has ended, with its final status; None after `timeout` seconds."""
+        return wait_ended(self._registry, job_id, timeout)
+
+    def runner_job_events(self, job_id: str, after: int = 0) -> EventTail:
+        """A tail of the job's journaled events (typed), from the id after `after`."""
+        return EventTail(self.store.path, job_id, after)
+
+    def check_work_free(self) -> None:
+        """WorkBusy, naming the work and its job, when another process holds the work lock now."""
+        check_work_lock(self.store.path)

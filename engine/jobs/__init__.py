@@ -1,0 +1,38 @@
+"""Runs that outlive the terminal that started them.
+
+    journal.py    EventJournal: every event of a job into the store's `events` table, from a
+                  writer thread; EventTail / read_events: them back, typed, from any process
+    codec.py      an event as (type name, JSON) and back
+    registry.py   JobRegistry: the `runner_jobs` table (running, done, failed, stopped, interrupted)
+    runner.py     spawn (a command as a detached job), JobRun (the job's side: registration,
+                  journal, SIGTERM as a clean stop, the outcome), request_stop, wait_ended
+
+The tables are the store's (schema v8, engine/store/schema.py); engine.api is the door to all of it.
+"""
+
+from engine.jobs.codec import EVENT_TYPES, UnknownEvent, decode, encode
+from engine.jobs.journal import EventJournal, EventTail, JournalEntry, read_events
+from engine.jobs.registry import JOB_STATUSES, JobRegistry, JobStatus, RunnerJob, UnknownJob
+from engine.jobs.runner import JOB_ENV, JobRun, job_log, request_stop, spawn, wait_ended
+
+__all__ = [
+    "EVENT_TYPES",
+    "JOB_ENV",
+    "JOB_STATUSES",
+    "EventJournal",
+    "EventTail",
+    "JobRegistry",
+    "JobRun",
+    "JobStatus",
+    "JournalEntry",
+    "RunnerJob",
+    "UnknownEvent",
+    "UnknownJob",
+    "decode",
+    "encode",
+    "job_log",
+    "read_events",
+    "request_stop",
+    "spawn",
+    "wait_ended",
+]

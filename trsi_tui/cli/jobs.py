@@ -1,0 +1,144 @@
+"""`trsi-tui jobs`: runs started with --detach (runner jobs): list them, follow one, stop one."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+
+import click
+from rich.text import Text
+
+from engine.api import RunnerJob, UnknownJob
+from engine.events import Event, RunbookDrafted, SandboxOutput
+from trsi_tui.cli.common import engine_of, err, failure, new_table, out, progress_printer, stage_printer, write_json
+from trsi_tui.cli.group import cli
+from trsi_tui.safe_text import markup, one_line
+
+POLL_S = 0.2
+STATUS_STYLES = {"running": "cyan", "done": "green", "failed": "red", "stopped": "yellow", "interrupted": "yellow"}
+
+
+@cli.group("jobs", invoke_without_command=True)
+@click.pass_context
+def jobs(ctx: click.Context) -> None:
+    """Runs started with --detach (`pipeline run`, `eval`, `rsr run`, `rpr run`): each goes on in a
+    process of its own when its terminal closes. Without a command: `jobs list`."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(jobs_list)
+
+
+@jobs.command("list")
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--json", "json_path", metavar="FILE", default=None, help="Write the jobs as JSON.")
+@click.pass_context
+def jobs_list(ctx: click.Context, limit: int, json_path: str | None) -> None:
+    """Detached jobs, newest first: status (running, done, failed, stopped, or interrupted when its
+    process ended without saying how, as after SIGKILL), process, start and end, what it said last."""
+    found = engine_of(ctx).runner_jobs(limit)
+    if not found:
+        out.print("no jobs: start one with --detach (pipeline run, eval, rsr run, rpr run)")
+    else:
+        table = new_table("jobs", "job", "kind", "status", "pid", "started", "ended", "detail", "command")
+        for job in found:
+            table.add_row(
+                job.id,
+                job.kind,
+                Text(job.status, style=STATUS_STYLES.get(job.status, "")),
+                str(job.pid or "-"),
+                job.started_at,
+                job.ended_at or "-",
+                one_line(job.detail) or "-",
+                " ".join(job.command),
+            )
+        out.print(table)
+    write_json(json_path, {"jobs": [asdict(job) for job in found]})
+
+
+def _job(ctx: click.Context, job_id: str) -> RunnerJob:
+    try:
+        return engine_of(ctx).runner_job(job_id)
+    except UnknownJob as exc:
+        raise failure(exc) from None
+
+
+def _ended(job: RunnerJob) -> str:
+    detail = f": {markup(one_line(job.detail))}" if job.detail else ""
+    return f"job {job.id} [{STATUS_STYLES.get(job.status, '')}]{job.status}[/]{detail}"
+
+
+@jobs.command("stop")
+@click.argument("job_id", metavar="ID")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0),
+    default=60,
+    show_default=True,
+    help="Seconds to wait for the job's process to end.",
+)
+@click.pass_context
+def jobs_stop(ctx: click.Context, job_id: str, timeout: float) -> None:
+    """Stop a running job as ctrl+c would: its sandboxes are stopped, its finished episodes stay
+    stored, and the same command resumes its work. Waits for its process to end and says how the
+    job ended; exits 1 if it did not end within --timeout (it goes on stopping)."""
+    engine = engine_of(ctx)
+    job = _job(ctx, job_id)
+    if not job.running:
+        out.print(f"job {job.id} is not running ({job.status})")
+        return
+    engine.stop_runner_job(job.id)
+    out.print(f"stopping {job.id} (waits for the running episodes to end)")
+    ended = engine.wait_runner_job(job.id, timeout)
+    if ended is None:
+        raise click.ClickException(
+            f"job {job.id} did not end within {timeout:g} s; it is still stopping (process {job.pid}). "
+            f"`trsi-tui jobs list` shows when it has; `kill -9 {job.pid}` ends it at once "
+            "(it then reads as interrupted, and its work resumes with the same command)"
+        )
+    out.print(_ended(ended))
+
+
+@jobs.command("attach")
+@click.argument("job_id", metavar="ID")
+@click.option("--shell", is_flag=True, help="Also the sandboxes' shell output (commands and what they print).")
+@click.pass_context
+def jobs_attach(ctx: click.Context, job_id: str, shell: bool) -> None:
+    """Follow a job: its progress lines as the command prints them headless, first those already
+    stored, then new ones as they come, until the job ends. ctrl+c detaches and leaves the job
+    running. Exits 0 when the job ended done, 1 otherwise."""
+    engine = engine_of(ctx)
+    job = _job(ctx, job_id)
+    out.print(
+        f"attached to job {job.id} ({job.kind}, {job.status}, process {job.pid}); ctrl+c detaches, the job goes on"
+    )
+    printers = [stage_printer(), progress_printer(), _runbook_line] + ([_shell_lines] if shell else [])
+    tail = engine.runner_job_events(job.id)
+    try:
+        while True:
+            job = engine.runner_job(job.id)  # its status before its events: the last ones come before the end
+            for entry in tail.poll():
+                for show in printers:
+                    show(entry.event)
+            if not job.running:
+                break
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        err.print(f"detached from job {job.id}; it goes on running (`trsi-tui jobs stop {job.id}` stops it)")
+        return
+    finally:
+        tail.close()
+    out.print(_ended(job))
+    if job.status != "done":
+        ctx.exit(1)
+
+
+def _runbook_line(event: Event) -> None:
+    if isinstance(event, RunbookDrafted):
+        out.print(f"  runbook {event.runbook_id} for {markup(event.task)}: {markup(event.status)}")
+
+
+def _shell_lines(event: Event) -> None:
+    if isinstance(event, SandboxOutput):
+        prefix = f"[dim]{markup(event.episode_id)} {markup(event.channel)}[/]"
+        for line in event.text.splitlines() or [""]:
+            text = f"$ {markup(line)}" if event.kind == "command" else markup(line)
+            out.print(f"{prefix} {text}", highlight=False)
