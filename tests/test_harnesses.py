@@ -241,7 +241,7 @@ def test_fenced_bash_turns_opens_every_reply_and_ends_with_done_in_the_block():
     assert h.action_complete(h.reply_prefix(1) + "DONE")  # sampling stops at the stop word
     # Its examples show the stop in a block, and one task that needs a look before acting.
     prompt = h.system_prompt()
-    assert prompt.count("```bash\nDONE\n```") == 2 and "whoami" in prompt
+    assert prompt.count("```bash\nDONE\n```") == 4 and "whoami" in prompt
     assert "Task:" not in h.bare_system_prompt() and "DONE" in h.bare_system_prompt()
     # A long output keeps its head and tail within the plain harnesses' 2 KiB.
     big = "\n".join(f"line {i}" for i in range(2000))

@@ -60,7 +60,7 @@ def pipeline() -> None:
     default="demo",
     show_default=True,
     help="Embedded configuration used when --config is not given. demo: the bundled model on the "
-    "generated curriculum (one-step and multi-step families: 104 train, 128 eval tasks), 3 turns per episode.",
+    "generated curriculum (one-step and multi-step families: 208 train, 128 eval tasks), 3 turns per episode.",
 )
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")

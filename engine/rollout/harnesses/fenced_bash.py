@@ -217,6 +217,24 @@ Output: (nothing)
 DONE
 ```
 
+Task: Delete every .tmp file under /app/cache.
+```bash
+find /app/cache -name '*.tmp' -delete
+```
+Output: (nothing)
+```bash
+DONE
+```
+
+Task: Save the disk usage of /app/data to /app/usage.txt.
+```bash
+du -sh /app/data > /app/usage.txt
+```
+Output: (nothing)
+```bash
+DONE
+```
+
 Task: Create the directory /app/home_<user>, where <user> is the user you run as.
 ```bash
 whoami
