@@ -291,6 +291,10 @@ def ppo_update(
                 _whiten(prepared, settings)
                 passes += len(batch)
             for p in batch:
+                # Between episodes too: a minibatch of long episodes on a loaded CPU takes longer
+                # than a stop may wait; the round's update is discarded and rerun on resume.
+                if should_stop():
+                    raise InterruptedError("PPO update stopped")
                 w = weight(p, batch, n_tokens)
                 ones = torch.ones(1, p.n_actions)
                 if train_actor:
