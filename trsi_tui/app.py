@@ -4,6 +4,10 @@ Threads and state: the engine runs in a thread worker; its events reach the app 
 posted messages (`EngineEvent`, `OutputPending`, `RunEnded`), and the handlers here are the
 only code that changes `self.live`. Sandbox output is batched and applied at most `FRAME_HZ`
 times a second, however fast the shells write.
+
+Work that runs in a detached job (`--detach`) reaches the app the same way: `attach.JobWatcher`
+follows the newest running job's events journal and hands each event to `_on_bus_event`, as the
+engine's bus does; quitting then leaves the job running (or stops it, if asked).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.timer import Timer
 
-from engine.api import Engine, EvalRequest, PipelineRequest, RsrRequest
+from engine.api import Engine, EvalRequest, JobActivity, PipelineRequest, RsrRequest, RunnerJob
 from engine.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -30,10 +34,20 @@ from engine.events import (
     RunStarted,
     SandboxOutput,
 )
+from trsi_tui.attach import JobWatcher
 from trsi_tui.commands import TrsiCommands
 from trsi_tui.live import LiveState, OutputBatcher
-from trsi_tui.messages import EngineEvent, LiveChanged, OutputPending, RunEnded
-from trsi_tui.screens.confirm import ConfirmScreen
+from trsi_tui.messages import (
+    EngineEvent,
+    JobActivityChanged,
+    JobAttached,
+    JobChanged,
+    JobEnded,
+    LiveChanged,
+    OutputPending,
+    RunEnded,
+)
+from trsi_tui.screens.confirm import ChoiceScreen, ConfirmScreen
 from trsi_tui.screens.curves import CurvesScreen
 from trsi_tui.screens.dashboard import DashboardScreen
 from trsi_tui.screens.help import HelpScreen
@@ -45,6 +59,16 @@ from trsi_tui.screens.tasks import TasksScreen
 from trsi_tui.screens.trajectories import TrajectoriesScreen
 
 FRAME_HZ = 60
+STRUCTURAL = (
+    EpisodeStarted,
+    EpisodeFinished,
+    RunStarted,
+    RunFinished,
+    RsrProgress,
+    RunbookDrafted,
+    RprProgress,
+    PipelineProgress,
+)
 
 SCREENS_BY_MODE = {
     "dashboard": DashboardScreen,
@@ -94,6 +118,14 @@ class TrsiApp(App):
         self._unsubscribe = None
         self._exit_when_stopped = False
         self.run_in_progress = False
+        # The detached job the app follows (attach.JobWatcher), while it runs; then the last one.
+        self.job: RunnerJob | None = None
+        self.job_activity = JobActivity()
+        self.job_stopping = False  # a stop was sent to it
+        self.job_ended: RunnerJob | None = None
+        self._exit_when_job_ended = False
+        # On attach, panes for the job's running episodes only (finished ones count in its progress).
+        self._watcher = JobWatcher(self, engine, self._on_bus_event, keep_finished=0)
         self.frame_hz = FRAME_HZ  # bench/tui.py raises it to measure what batching saves
         self.keymap_errors = unknown_keymap_ids(engine.config.tui.keymap)
         self.set_keymap(engine.config.tui.keymap)
@@ -101,6 +133,7 @@ class TrsiApp(App):
     # -- lifecycle ----------------------------------------------------------------------------
     def on_mount(self) -> None:
         self._unsubscribe = self.engine.bus.subscribe(self._on_bus_event)
+        self._watcher.start()
         if self.keymap_errors:
             self.notify(
                 "Unknown binding id(s) in [tui.keymap]: " + ", ".join(self.keymap_errors) + ". Press ? for the list.",
@@ -111,6 +144,7 @@ class TrsiApp(App):
             self.start_pipeline(self._pipeline_on_mount)
 
     def on_unmount(self) -> None:
+        self._watcher.stop()
         if self._unsubscribe:
             self._unsubscribe()
 
@@ -151,6 +185,12 @@ class TrsiApp(App):
     @on(EngineEvent)
     def _engine_event(self, message: EngineEvent) -> None:
         event = message.event
+        episode_id = self._apply(event)
+        structural = isinstance(event, STRUCTURAL)
+        self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
+
+    def _apply(self, event: Event) -> str | None:
+        """Apply one event (not sandbox output) to `self.live`; the episode it concerns, if any."""
         if isinstance(event, EpisodeFinished):
             self.flush_output()  # the verdict goes below the episode's last output
         episode_id = self.live.apply(event)
@@ -159,20 +199,97 @@ class TrsiApp(App):
                 self.live.panes[event.episode_id].write(*chunk)
             while len(self._early_output) > 64:  # output of episodes never announced: drop the oldest
                 self._early_output.pop(next(iter(self._early_output)))
-        structural = isinstance(
-            event,
-            (
-                EpisodeStarted,
-                EpisodeFinished,
-                RunStarted,
-                RunFinished,
-                RsrProgress,
-                RunbookDrafted,
-                RprProgress,
-                PipelineProgress,
-            ),
-        )
-        self.screen.post_message(LiveChanged(frozenset({episode_id} if episode_id else ()), structural))
+        return episode_id
+
+    # -- a detached job, followed by attach.JobWatcher ----------------------------------------
+    @on(JobAttached)
+    def _job_attached(self, message: JobAttached) -> None:
+        job = self.job = message.job
+        self.job_activity, self.job_stopping, self.job_ended = JobActivity(), False, None
+        # Its catch-up, in order, in one go: one redraw, not one per event.
+        for event in message.events:
+            if isinstance(event, SandboxOutput):
+                pane = self.live.panes.get(event.episode_id)
+                if pane is None:
+                    self._early_output.setdefault(event.episode_id, []).append((event.channel, event.kind, event.text))
+                else:
+                    pane.write(event.channel, event.kind, event.text)
+            else:
+                self._apply(event)
+        self.sub_title = f"attached to job {job.id}"
+        stop_key = self.engine.config.tui.keymap.get("app.stop_run", "s")
+        self.notify(f"{self.job_line(job)}; {stop_key} stops it.", title=f"Attached to job {job.id}", timeout=8)
+        self.screen.post_message(LiveChanged(frozenset(self.live.panes), structural=True))
+        self.screen.post_message(JobChanged())
+
+    @staticmethod
+    def job_line(job: RunnerJob) -> str:
+        return f"attached: the work runs in job {job.id} ({job.kind}, process {job.pid}); quitting leaves it running"
+
+    @on(JobActivityChanged)
+    def _job_activity(self, message: JobActivityChanged) -> None:
+        if self.job is not None and message.job_id == self.job.id:
+            self.job_activity = message.activity
+            self.screen.post_message(JobChanged())
+
+    @on(JobEnded)
+    def _job_ended(self, message: JobEnded) -> None:
+        self.flush_output()
+        job = self.job_ended = message.job
+        self.job, self.job_activity, self.job_stopping = None, JobActivity(), False
+        if not self.run_in_progress:  # its episodes still running ended with it, its progress lines are old
+            self.live.work_ended(f"ended with job {job.id}")
+        self.sub_title = self.SUB_TITLE
+        severity = "information" if job.status == "done" else "error" if job.status == "failed" else "warning"
+        self.notify(self.job_end_line(job), title="Job ended", severity=severity, timeout=15)
+        self.screen.post_message(LiveChanged(frozenset(self.live.panes), structural=True))
+        self.screen.post_message(JobChanged())
+        if self._exit_when_job_ended:
+            self.exit()
+
+    @staticmethod
+    def job_end_line(job: RunnerJob) -> str:
+        return f"job {job.id} ended: {job.status}" + (f": {job.detail}" if job.detail else "")
+
+    def job_lines(self) -> list[str]:
+        """What the dashboard says about the detached job the app follows (or the last one)."""
+        job = self.job
+        if job is None:
+            return [self.job_end_line(self.job_ended)] if self.job_ended is not None else []
+        lines = [self.job_line(job)]
+        if self.job_stopping:
+            lines.append(self.stopping_line())
+        elif self.job_activity.awaiting_approval:
+            lines.append(
+                f"waiting for approval: {self.job_activity.awaiting_approval} runbook(s)"
+                " (decide them in the Runbooks screen: the job goes on once none is pending)"
+            )
+        return lines
+
+    def stopping_line(self) -> str:
+        job = self.job or self.job_ended
+        running = [p.task for p in self.live.running]
+        if running:
+            shown = ", ".join(running[:4]) + (f" and {len(running) - 4} more" if len(running) > 4 else "")
+            waits = f"{len(running)} running: {shown}"
+        else:
+            waits = "no episode is running: it stops when its current step ends"
+        return f"stopping job {job.id if job else '?'}: waiting for its running episodes to end ({waits})"
+
+    def stop_job(self) -> None:
+        """SIGTERM to the attached job (it stops as ctrl+c stops the command; its work resumes)."""
+        job = self.job
+        if job is None:
+            return
+        if not self.job_stopping:
+            self.job_stopping = True
+            self._stop_job_worker(job.id)
+        self.notify(self.stopping_line(), title="Stopping", timeout=15)
+        self.screen.post_message(JobChanged())
+
+    @work(thread=True, group="stop", exit_on_error=False)
+    def _stop_job_worker(self, job_id: str) -> None:
+        self.engine.stop_runner_job(job_id)
 
     # -- running work ------------------------------------------------------------------------
     def start_run(self, request: EvalRequest) -> bool:
@@ -262,7 +379,10 @@ class TrsiApp(App):
 
     def action_stop_run(self) -> None:
         if not self.run_in_progress:
-            self.notify("Nothing is running.")
+            if self.job is not None:
+                self.stop_job()
+            else:
+                self.notify("Nothing is running.")
             return
         self.notify("Stopping: sandboxes are being shut down…")
         self._stop_worker()
@@ -272,6 +392,9 @@ class TrsiApp(App):
         self.engine.cancel()  # stops every live sandbox; the engine worker then returns
 
     async def action_quit(self) -> None:
+        if not self.run_in_progress and self.job is not None:
+            self._ask_quit_attached(self.job)
+            return
         if not self.run_in_progress:
             self.exit()
             return
@@ -288,6 +411,38 @@ class TrsiApp(App):
         if stop:
             self._exit_when_stopped = True
             self.action_stop_run()
+
+    def _ask_quit_attached(self, job: RunnerJob) -> None:
+        follow = f"`trsi-tui jobs attach {job.id}` follows it from a terminal; `trsi-tui` attaches to it again."
+        if self.job_stopping:
+            self.push_screen(
+                ChoiceScreen(
+                    f"{self.stopping_line()}.\n\nQuit now? It goes on stopping in the background. {follow}",
+                    [("leave", "Quit now"), ("cancel", "Cancel")],
+                    default="leave",
+                ),
+                self._quit_chosen,
+            )
+            return
+        self.push_screen(
+            ChoiceScreen(
+                f"Job {job.id} keeps running in the background ({job.kind}, process {job.pid}).\n\n{follow}",
+                [("leave", "Leave it running and quit"), ("stop", "Stop it and quit"), ("cancel", "Cancel")],
+                default="leave",
+                danger="stop",
+            ),
+            self._quit_chosen,
+        )
+
+    def _quit_chosen(self, choice: str | None) -> None:
+        if choice == "leave":
+            self.exit()
+        elif choice == "stop":
+            if self.job is None:  # it ended while the question was open
+                self.exit()
+                return
+            self._exit_when_job_ended = True
+            self.stop_job()
 
     # -- navigation and help ------------------------------------------------------------------
     def action_help(self) -> None:
@@ -317,6 +472,7 @@ def all_binding_ids() -> set[str]:
         StartRsrScreen,
         HelpScreen,
         ConfirmScreen,
+        ChoiceScreen,
     ]
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 

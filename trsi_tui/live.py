@@ -40,17 +40,18 @@ class PaneState:
     phase: str = "starting"
     buffer: TerminalBuffer = field(default_factory=TerminalBuffer)
     result: EpisodeResult | None = None
+    ended: str = ""  # why it ended without a result (the job running it ended first)
 
     @property
     def finished(self) -> bool:
-        return self.result is not None
+        return self.result is not None or bool(self.ended)
 
     @property
     def outcome(self) -> str:
         """running, passed, failed or infra: the pane's colour."""
         r = self.result
         if r is None:
-            return "running"
+            return "infra" if self.ended else "running"
         if not r.scored:
             return "infra"
         return "passed" if r.success else "failed"
@@ -142,6 +143,23 @@ class LiveState:
                 pane.buffer.write_line(pane.verdict, "bold green" if pane.outcome == "passed" else "bold red")
                 return pane.episode_id
         return None
+
+    def work_ended(self, why: str) -> set[str]:
+        """The work ended (a detached job: done, stopped or killed): its episodes still running say so
+        in their panes, its runs are over, its progress lines are gone. Returns those episodes."""
+        ended = set()
+        for pane in self.running:
+            pane.ended = pane.phase = why
+            pane.buffer.write_line(f"[{why}]", "bold yellow")
+            ended.add(pane.episode_id)
+        for progress in self.runs.values():
+            progress.finished = True
+        # What the work said last about its stages and rounds is no longer what is running now.
+        self.rsr.clear()
+        self.rpr.clear()
+        self.training.clear()
+        self.pipeline = None
+        return ended
 
     def _forget_old(self) -> None:
         finished = [k for k, p in self.panes.items() if p.finished]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
+from engine.api import JobActivity, RunnerJob
 from engine.events import Event
 
 
@@ -36,3 +37,32 @@ class RunEnded(Message):
         self.note = note  # what to tell the user, composed on the worker thread
         self.error = error
         self.stopped = stopped  # set when the work was stopped on request (and can be resumed)
+
+
+class JobAttached(Message):
+    """The TUI follows a detached job from now on; `events` are its catch-up (what it did so far,
+    thinned: `skipped` were left out), to apply before the job's live events."""
+
+    def __init__(self, job: RunnerJob, events: list[Event], skipped: int) -> None:
+        super().__init__()
+        self.job, self.events, self.skipped = job, events, skipped
+
+
+class JobActivityChanged(Message):
+    """What the attached job is doing changed (its progress, the runbooks it waits for)."""
+
+    def __init__(self, job_id: str, activity: JobActivity) -> None:
+        super().__init__()
+        self.job_id, self.activity = job_id, activity
+
+
+class JobEnded(Message):
+    """The attached job has ended (`job`: its final record)."""
+
+    def __init__(self, job: RunnerJob) -> None:
+        super().__init__()
+        self.job = job
+
+
+class JobChanged(Message):
+    """Sent to the active screen when the attached job changed: attached, waiting, stopping, ended."""

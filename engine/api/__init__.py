@@ -29,7 +29,7 @@ from engine.cluster.access import is_loopback
 from engine.cluster.status import NodeStatus
 from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, load_preset
 from engine.config.paths import builtin_tasks_dir, resolve_paths
-from engine.jobs import JOB_ENV, JOB_STATUSES, EventTail, JournalEntry, RunnerJob, UnknownJob
+from engine.jobs import JOB_ENV, JOB_STATUSES, CatchUp, EventTail, JobActivity, JournalEntry, RunnerJob, UnknownJob
 from engine.pipeline.evaluation import PipelineError
 from engine.pipeline.families import FamilyCell, FamilyRow
 from engine.pipeline.summary import StageOverSeeds
@@ -94,6 +94,7 @@ __all__ = [
     "WorkBusy",
     # values
     "AgentStep",
+    "CatchUp",
     "Config",
     "DEFAULT_CONFIG_TOML",
     "EpisodeRecord",
@@ -103,6 +104,7 @@ __all__ = [
     "HARNESSES",
     "JOB_ENV",
     "JOB_STATUSES",
+    "JobActivity",
     "JournalEntry",
     "ModelSpec",
     "NodeStatus",

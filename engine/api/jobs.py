@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING, Callable
 
 from engine.config.paths import Paths, resolve_paths
 from engine.events import EventBus
-from engine.jobs import EventTail, JobRegistry, JobRun, RunnerJob, job_log, request_stop, spawn, wait_ended
+from engine.jobs import (
+    EventTail,
+    JobActivity,
+    JobRegistry,
+    JobRun,
+    RunnerJob,
+    job_activity,
+    job_log,
+    request_stop,
+    spawn,
+    wait_ended,
+)
 from engine.store.work_lock import check_work_lock
 
 if TYPE_CHECKING:
@@ -64,8 +75,14 @@ class RunnerJobs:
         return wait_ended(self._registry, job_id, timeout)
 
     def runner_job_events(self, job_id: str, after: int = 0) -> EventTail:
-        """A tail of the job's journaled events (typed), from the id after `after`."""
+        """A tail of the job's journaled events (typed), from the id after `after`; its `catch_up()`
+        gives the events so far thinned to what shows the job as it is now (the TUI attaching)."""
         return EventTail(self.store.path, job_id, after)
+
+    def runner_job_activity(self, job_id: str) -> JobActivity:
+        """What the job is doing now (its newest progress line), and how many runbooks its RSR round
+        waits for a person to decide (0 when it does not wait)."""
+        return job_activity(self.store.database, job_id)
 
     def check_work_free(self) -> None:
         """WorkBusy, naming the work and its job, when another process holds the work lock now."""

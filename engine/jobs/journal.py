@@ -134,6 +134,14 @@ class EventTail:
         entries, self.after = _read(self._conn, self.after, self.job, limit)
         return entries
 
+    def catch_up(self, keep_finished: int = 24) -> "CatchUp":
+        """The job's events so far, thinned (`catch_up`); `poll` then goes on after them."""
+        if self.job is None:
+            raise ValueError("catching up needs a tail of one job")
+        caught = catch_up(self._conn, self.job, keep_finished)
+        self.after = max(self.after, caught.after)
+        return caught
+
     def close(self) -> None:
         self._conn.close()
 
@@ -142,3 +150,72 @@ class EventTail:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# -- catching up: what a follower that arrives late needs ---------------------------------------
+# Events about one episode's shell: of no use once the episode has finished (its verdict says how
+# it went, its trajectory is stored).
+SHELL_TYPES = ("SandboxOutput", "EpisodePhase", "AgentStepTaken")
+# What an EpisodeFinished carries beyond its verdict (the trajectory, the token buffer): stored
+# with the episode, left out of a catch-up.
+HEAVY_RESULT_FIELDS = ("steps", "token_ids", "token_mask", "messages", "verifier_output", "verifier_source")
+# Progress events where only the newest per key tells where things are: the key's JSON paths.
+LAST_WINS = {
+    "TrainingStep": ("$.run_id", "$.name"),
+    "RsrProgress": ("$.round",),
+    "RprProgress": ("$.round",),
+    "PipelineProgress": (),
+}
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    entries: list[JournalEntry]  # oldest first, typed
+    after: int  # the last id it covers: follow with an `EventTail` from here
+    skipped: int  # events left out (see `catch_up`)
+
+
+def catch_up(conn: sqlite3.Connection, job: str, keep_finished: int = 24) -> CatchUp:
+    """The events of `job` so far, thinned to what shows the job as it is now, quickly however long
+    it has run: every event of the episodes still running (their shell output so far); of the
+    finished ones only their EpisodeFinished (without the trajectory) and, for the newest
+    `keep_finished`, their EpisodeStarted; the newest of each progress line (a training metric per
+    run and name, an RSR or RPR round, the pipeline); every other event. The filtering happens in
+    SQLite: the shell output of finished episodes is never decoded."""
+    after = conn.execute("SELECT max(id) FROM events WHERE job = ?", [job]).fetchone()[0] or 0
+    total = conn.execute("SELECT count(*) FROM events WHERE job = ? AND id <= ?", [job, after]).fetchone()[0]
+    shell = ", ".join(f"'{t}'" for t in SHELL_TYPES)
+    strip = ", ".join(f"'$.result.{f}'" for f in HEAVY_RESULT_FIELDS)
+    last_wins = " ".join(
+        f"WHEN '{t}' THEN id IN (SELECT max(id) FROM ev WHERE type = '{t}'{_group_by(paths)})"
+        for t, paths in LAST_WINS.items()
+    )
+    sql = f"""
+        WITH ev AS (SELECT id, ts, type, payload FROM events WHERE job = :job AND id <= :after),
+        finished AS (SELECT id, json_extract(payload, '$.result.episode_id') AS episode FROM ev
+                     WHERE type = 'EpisodeFinished'),
+        recent AS (SELECT episode FROM finished ORDER BY id DESC LIMIT :keep)
+        SELECT id, ts, type,
+               CASE WHEN type = 'EpisodeFinished' THEN json_remove(payload, {strip}) ELSE payload END
+        FROM ev
+        WHERE CASE
+            WHEN type IN ({shell}) THEN json_extract(payload, '$.episode_id') NOT IN (SELECT episode FROM finished)
+            WHEN type = 'EpisodeStarted' THEN (
+                json_extract(payload, '$.episode_id') NOT IN (SELECT episode FROM finished)
+                OR json_extract(payload, '$.episode_id') IN (SELECT episode FROM recent))
+            ELSE CASE type {last_wins} ELSE 1 END
+        END
+        ORDER BY id
+    """
+    rows = conn.execute(sql, {"job": job, "after": after, "keep": keep_finished}).fetchall()
+    entries = []
+    for id_, ts, type_name, payload in rows:
+        try:
+            entries.append(JournalEntry(id_, job, ts, decode(type_name, payload)))
+        except (UnknownEvent, TypeError, ValueError):
+            log.warning("skipped stored event %d of type %s: not readable by this trsi-tui", id_, type_name)
+    return CatchUp(entries, after, total - len(rows))
+
+
+def _group_by(paths: tuple[str, ...]) -> str:
+    return " GROUP BY " + ", ".join(f"json_extract(payload, '{p}')" for p in paths) if paths else ""

@@ -33,25 +33,39 @@ def jobs(ctx: click.Context) -> None:
 @click.pass_context
 def jobs_list(ctx: click.Context, limit: int, json_path: str | None) -> None:
     """Detached jobs, newest first: status (running, done, failed, stopped, or interrupted when its
-    process ended without saying how, as after SIGKILL), process, start and end, what it said last."""
-    found = engine_of(ctx).runner_jobs(limit)
+    process ended without saying how, as after SIGKILL), process, start and end, what it said last
+    (while it runs: what it is doing now; "waiting for approval: N runbook(s)" when its RSR round
+    waits for a person to decide runbooks in the TUI)."""
+    engine = engine_of(ctx)
+    found = engine.runner_jobs(limit)
+    # A running job's detail: what it said (stopping), else what it is doing now, from its events
+    # (its newest progress; an RSR round waiting for a person to decide runbooks says so).
+    activity = {job.id: engine.runner_job_activity(job.id) for job in found if job.running}
     if not found:
         out.print("no jobs: start one with --detach (pipeline run, eval, rsr run, rpr run)")
     else:
         table = new_table("jobs", "job", "kind", "status", "pid", "started", "ended", "detail", "command")
         for job in found:
+            now = activity.get(job.id)
+            waiting = bool(now and now.awaiting_approval)
             table.add_row(
                 job.id,
                 job.kind,
-                Text(job.status, style=STATUS_STYLES.get(job.status, "")),
+                Text(job.status + (" (waiting)" if waiting else ""), style=STATUS_STYLES.get(job.status, "")),
                 str(job.pid or "-"),
                 job.started_at,
                 job.ended_at or "-",
-                one_line(job.detail) or "-",
+                one_line(job.detail or (now.line if now else "")) or "-",
                 " ".join(job.command),
             )
         out.print(table)
-    write_json(json_path, {"jobs": [asdict(job) for job in found]})
+    rows = []
+    for job in found:
+        row = asdict(job)
+        if job.id in activity:
+            row |= {"doing": activity[job.id].doing, "awaiting_approval": activity[job.id].awaiting_approval}
+        rows.append(row)
+    write_json(json_path, {"jobs": rows})
 
 
 def _job(ctx: click.Context, job_id: str) -> RunnerJob:

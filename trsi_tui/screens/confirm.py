@@ -1,4 +1,4 @@
-"""A yes/no question as a modal; dismisses with True or False."""
+"""Questions as modals: yes or no (`ConfirmScreen`), or one of several answers (`ChoiceScreen`)."""
 
 from __future__ import annotations
 
@@ -31,3 +31,31 @@ class ConfirmScreen(ModalScreen[bool]):
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+
+class ChoiceScreen(ModalScreen[str]):
+    """A question with several answers as a modal; dismisses with the chosen answer's key, or
+    `cancel` on escape. The `default` answer has the focus (enter picks it)."""
+
+    CSS_PATH = "confirm.tcss"
+    BINDINGS = [Binding("escape", "dismiss('cancel')", "Cancel", id="choice.cancel")]
+
+    def __init__(self, question: str, choices: list[tuple[str, str]], *, default: str, danger: str = "") -> None:
+        """`choices`: (key, label) in the order shown; `danger`: the key of the answer drawn in red."""
+        super().__init__()
+        self.question, self.choices, self.default, self.danger = question, choices, default, danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(self.question, id="question")
+            with Horizontal(id="buttons"):
+                for key, label in self.choices:
+                    variant = "error" if key == self.danger else "primary" if key == self.default else "default"
+                    yield Button(label, variant=variant, id=f"choice-{key}")
+
+    def on_mount(self) -> None:
+        self.query_one(f"#choice-{self.default}", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(str(event.button.id).removeprefix("choice-"))

@@ -14,7 +14,9 @@ from textual_plotext import PlotextPlot
 
 from engine.api import DashboardView, RolloutCurve
 from trsi_tui.loading import LiveStoreView
+from trsi_tui.messages import JobChanged
 from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, cluster_line, run_row, seed_rows, stage_rows
+from trsi_tui.safe_text import markup as escape
 
 CLUSTER_EVERY_S = 5.0
 
@@ -32,6 +34,7 @@ class DashboardScreen(LiveStoreView, Screen):
             yield Static("Over training seeds (paired: same eval tasks and sampling seeds)", id="seeds-title")
             yield DataTable(id="seeds", cursor_type="none", zebra_stripes=True)
             yield PlotextPlot(id="reward")
+            yield Static("", id="job")
             yield Static("", id="now")
             yield Static("", id="cluster")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
@@ -47,6 +50,7 @@ class DashboardScreen(LiveStoreView, Screen):
         seeds.add_columns(*SEED_COLUMNS)
         seeds.display = self.query_one("#seeds-title").display = False  # until a second training seed exists
         self.query_one("#cluster", Static).display = False  # until a cluster reports
+        self.query_one("#job", Static).display = False  # until the app follows a detached job
         self.query_one("#runs", DataTable).add_columns(*RUN_COLUMNS)
         self.action_refresh()
         self.query_one("#runs", DataTable).focus()
@@ -117,7 +121,18 @@ class DashboardScreen(LiveStoreView, Screen):
         plt.title(self.reward_title)
         plot.refresh()
 
+    @on(JobChanged)
+    def _job_changed(self) -> None:
+        self._show_now()
+
+    def _show_job(self) -> None:
+        lines = self.app.job_lines()
+        widget = self.query_one("#job", Static)
+        widget.update(escape("\n".join(lines)))
+        widget.display = bool(lines)
+
     def _show_now(self) -> None:
+        self._show_job()
         live = self.app.live
         active = [r for r in live.runs.values() if not r.finished]
         lines = []
@@ -129,7 +144,9 @@ class DashboardScreen(LiveStoreView, Screen):
         lines += [f"Training {run}: step {step}, loss {loss:.4f}" for run, (step, loss) in live.training.items()]
         if not active and not lines:
             self.query_one("#now", Static).update(
-                "Nothing running. Press P to run the pipeline, n to start a run, R for an RSR round."
+                "The job has reported no progress yet."
+                if self.app.job is not None
+                else "Nothing running. Press P to run the pipeline, n to start a run, R for an RSR round."
             )
             return
         if active:

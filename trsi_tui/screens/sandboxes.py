@@ -72,9 +72,13 @@ class SandboxesScreen(Screen):
         running = len(live.running)
         runs = [r for r in live.runs.values() if not r.finished]
         text = f"{running} episode(s) running"
+        if self.app.job is not None:
+            text += f" in job {self.app.job.id}"
         for r in runs:
             text += f"  |  run {r.run_id} ({r.kind}): {r.done}/{r.total} done, {r.successes} passed"
-        self.query_one("#progress", Static).update(text)
+        if text != self.__dict__.get("_progress"):  # an update lays the screen out again: only on a change
+            self._progress = text
+            self.query_one("#progress", Static).update(text)
 
     def action_maximize_pane(self) -> None:
         if self.maximized is not None:
