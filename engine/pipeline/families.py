@@ -19,19 +19,11 @@ from engine.pipeline.lineage import SHARED_STAGES, Lineage
 from engine.pipeline.summary import Outcomes, StageOverSeeds, summarize, task_outcomes
 from engine.store import Store
 from engine.store.records import PIPELINE_STAGES
+from engine.tasks.curriculum import family_of_name
 
 TIERS = ("one-step", "multi-step", "held-out")
 RSR_ROUNDS = {"RSR-1": 1, "RSR-2": 2}
 LEARNED = 0.5  # a family is learned in a seed when some trained stage passes half its eval episodes
-
-
-def family_of(task: str) -> str:
-    """A curriculum task's family from its name (`<family>-<split>-s<seed>-<index>`)."""
-    for mark in ("-train-s", "-eval-s"):
-        head, found, _ = task.rpartition(mark)
-        if found:
-            return head
-    return task.rsplit("-", 1)[0]
 
 
 def tier_of_family(family: str) -> str:
@@ -45,7 +37,7 @@ def tier_of_family(family: str) -> str:
 
 
 def tier_of(task: str) -> str:
-    return tier_of_family(family_of(task))
+    return tier_of_family(family_of_name(task))
 
 
 @dataclass(frozen=True)
@@ -92,7 +84,7 @@ def family_rows(store: Store, seeds: list[int]) -> list[FamilyRow]:
             if record is None or record.status != "done":
                 continue
             for task, by_seed in task_outcomes(store, key).items():
-                cell = counts.setdefault(family_of(task), {}).setdefault(name, {})
+                cell = counts.setdefault(family_of_name(task), {}).setdefault(name, {})
                 s, n = cell.get(seed, (0, 0))
                 cell[seed] = (s + sum(by_seed.values()), n + len(by_seed))
     explore = _explore_counts(store, seeds)
@@ -124,6 +116,6 @@ def _explore_counts(store: Store, seeds: list[int]) -> dict[tuple[str, str], tup
     for stage, number in RSR_ROUNDS.items():
         for seed in seeds:
             for task, outcomes in store.rsr.explore_outcomes(Lineage(seed).round_id(number)).items():
-                s, n = found.get((family_of(task), stage), (0, 0))
-                found[(family_of(task), stage)] = (s + sum(ok for ok, _ in outcomes), n + len(outcomes))
+                s, n = found.get((family_of_name(task), stage), (0, 0))
+                found[(family_of_name(task), stage)] = (s + sum(ok for ok, _ in outcomes), n + len(outcomes))
     return found

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from engine.keys import fresh_instance_seed
 from engine.tasks import Task, load_task
+from engine.tasks.curriculum import family_of_name
 
-FRESH_MARK = "-train-s"  # a fresh instance's name: <family>-train-s<seed>-<index>
+__all__ = ["FreshInstances", "curriculum_families", "family_of_name"]
 
 
 def curriculum_families(tasks: list[Task]) -> list[str]:
@@ -43,15 +44,6 @@ def curriculum_families(tasks: list[Task]) -> list[str]:
         if not task.metadata.get("heldout") and family not in found:
             found.append(family)
     return found
-
-
-def family_of_name(name: str) -> str:
-    """The family of a task name the curriculum gave (fresh instances and suite instances alike)."""
-    head, mark, _ = name.rpartition(FRESH_MARK)
-    if mark:
-        return head
-    head, mark, _ = name.rpartition("-eval-s")
-    return head if mark else name
 
 
 class FreshInstances:

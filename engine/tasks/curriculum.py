@@ -26,6 +26,7 @@ from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, write_task
 
 __all__ = [
+    "family_of_name",
     "DEFAULT_SUITE",
     "EVAL_SEED",
     "EXTENSIONS",
@@ -88,6 +89,16 @@ def family_info(name: str) -> FamilyInfo:
     if name not in _INFO:
         raise CurriculumError(f"unknown family {name!r}; families: {', '.join(FAMILIES)}")
     return _INFO[name]
+
+
+def family_of_name(name: str) -> str:
+    """The family of a task named as `instance` names it (`<family>-<split>-s<seed>-<index>`); for
+    any other name, the name without its last `-` part."""
+    for split in SPLITS:
+        head, mark, _ = name.rpartition(f"-{split}-s")
+        if mark:
+            return head
+    return name.rsplit("-", 1)[0]
 
 
 def instance(family: str, split: str, seed: int, index: int) -> TaskSpec:
