@@ -355,3 +355,46 @@ def test_a_primed_reply_continues_the_harness_prefix_which_is_prompt_not_sample(
     assert steps[0].action_text.startswith("```bash\n")
     assert [t for t, m in zip(ids, mask) if m] == [t for s in steps for t in s.token_ids]
     assert policy.tokenize_text("```bash\n") == prefix and steps[0].prompt_tokens == first
+
+
+def test_a_stop_before_any_command_is_refused_fed_back_and_never_trained_on(policy):
+    """DONE as the very first reply ends nothing: the model is told nothing has run and acts on;
+    in an SFT sample built from the episode, that refused reply carries no loss."""
+    from engine.rollout.model_agent import PREMATURE_STOP
+    from engine.rsr.dataset import build_sample
+    from engine.store.records import Provenance
+
+    harness = get_harness("fenced-bash-turns")
+    replies = iter(["DONE\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
+
+    class Scripted:
+        name = "scripted"
+        stop_ids = policy.stop_ids
+
+        def tokenize_chat(self, *a, **kw):
+            return policy.tokenize_chat(*a, **kw)
+
+        def tokenize_text(self, text):
+            return policy.tokenize_text(text)
+
+        def generate_ids(self, ids, **kw):
+            g = policy.generate_ids(ids, max_tokens=1, temperature=0.0)
+            text = next(replies)
+            tokens = tuple(policy.tokenize_text(text)) + (min(policy.stop_ids),)
+            return type(g)(text, tokens, tuple([-0.1] * len(tokens)), len(ids), "stop")
+
+    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(Scripted(), harness, max_turns=3), config=Config())
+    assert r.stop_reason == "done" and len(r.steps) == 3
+    assert r.steps[0].parse_error == PREMATURE_STOP and "no command has run yet" in r.steps[0].output
+    assert r.steps[1].command and not r.steps[1].parse_error
+    assert r.success  # the work got done after the refused stop
+    sample = build_sample(
+        policy,
+        list(r.messages[:2]),
+        r.steps,
+        runbook=None,
+        provenance=Provenance("count-lines", harness.name, "src", r.episode_id),
+        reply_prefix=harness.reply_prefix,
+    )
+    trained = [t for t, m in zip(sample.ids, sample.mask) if m]
+    assert trained == [*r.steps[1].token_ids, *r.steps[2].token_ids]

@@ -56,7 +56,8 @@ def test_the_loss_mask_covers_exactly_the_sampled_action_tokens(replay):
         runbook=CLEAN_RUNBOOK_TEXT,
         provenance=Provenance("count-lines", "xml-bash", "src", result.episode_id),
     )
-    sampled = [t for step in result.steps for t in step.token_ids]
+    # Replies the harness refused (parse errors) stay in the context but are not trained on.
+    sampled = [t for step in result.steps if not step.parse_error for t in step.token_ids]
     assert [t for t, m in zip(sample.ids, sample.mask) if m] == sampled
     assert sample.action_tokens == len(sampled) and len(sample.ids) == len(sample.mask)
     # Everything after the prompt is the replay's own buffer, token for token.

@@ -47,7 +47,12 @@ def build_sample(
         prefix = reply_prefix(i) if reply_prefix is not None else ""
         if prefix:
             buf.add_prefix(tok.tokenize_text(prefix))
-        buf.add_sampled(step.token_ids)
+        if step.parse_error:
+            # A reply the harness refused (unparseable, or a stop before any command) stays in the
+            # context the later replies saw, but is not an action to imitate: mask 0.
+            buf.add_prefix(list(step.token_ids))
+        else:
+            buf.add_sampled(step.token_ids)
         if i == len(steps) - 1 and not stop_reply:
             break
         messages.append({"role": "assistant", "content": step.action_text})
