@@ -1,12 +1,14 @@
 """The Engine's side of runs that outlive their terminal (`engine.jobs`): start a command as a
-detached runner job, run as one, list, follow, stop. "Runner job" keeps them apart from the
-keyed jobs of resumable stages (`store.jobs`)."""
+detached runner job, run as one (detached, or in the foreground of a terminal), list, follow,
+stop. "Runner job" keeps them apart from the keyed jobs of resumable stages (`store.jobs`)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from engine.config import Config, ConfigError, load_config
 from engine.config.paths import Paths, resolve_paths
 from engine.events import EventBus
 from engine.jobs import (
@@ -17,6 +19,7 @@ from engine.jobs import (
     RunnerJob,
     job_activity,
     job_log,
+    new_job_id,
     request_stop,
     spawn,
     wait_ended,
@@ -26,10 +29,13 @@ from engine.store.work_lock import check_work_lock
 if TYPE_CHECKING:
     from engine.store import Store
 
+log = logging.getLogger(__name__)
+
 
 class RunnerJobs:
     """Mixed into `Engine` (which gives it the store, paths, bus and `cancel`)."""
 
+    config: Config
     store: Store
     paths: Paths | None
     bus: EventBus
@@ -59,10 +65,31 @@ class RunnerJobs:
     def runner_job_log(self, job_id: str) -> Path:
         return job_log(self._logs_dir(), job_id)
 
-    def as_runner_job(self, job_id: str, kind: str, command: list[str]) -> JobRun:
-        """This process is runner job `job_id`: `with engine.as_runner_job(...) as job:` registers it,
-        journals the bus's events, makes SIGTERM a clean stop (`cancel`), records the outcome.
-        Work it runs under the work lock names the job (WorkBusy tells others how to reach it)."""
+    def runner_home_args(self) -> list[str] | None:
+        """The trsi-tui arguments (`--home DIR`, or none) with which a new process works on this
+        engine's data directory with this engine's config, so that a job started there does what
+        this engine would; None when no process would (an engine on a store of its own, as in the
+        tests, or a config other than the home's file: `pipeline run --preset demo` opening the TUI)."""
+        paths = self.paths or resolve_paths(None)
+        if paths.database.resolve() != self.store.path.resolve():
+            return None
+        try:
+            if load_config(paths.config_file) != self.config:
+                return None
+        except ConfigError as exc:  # changed since this engine read it
+            log.warning("a runner job would not read the config this engine uses: %s", exc)
+            return None
+        if paths.config_dir == paths.data_dir:
+            return ["--home", str(paths.data_dir)]
+        return [] if resolve_paths(None) == paths else None
+
+    def as_runner_job(self, job_id: str | None, kind: str, command: list[str]) -> JobRun:
+        """This process is runner job `job_id` (None: a new id, for a command run in the foreground
+        of its terminal, followed and stopped from elsewhere all the same): `with
+        engine.as_runner_job(...) as job:` registers it, journals the bus's events, makes SIGTERM a
+        clean stop (`cancel`), records the outcome. Work it runs under the work lock names the job
+        (WorkBusy tells others how to reach it)."""
+        job_id = job_id or new_job_id(self._registry, kind)
         self.job_id = job_id
         return JobRun(self._registry, self.store.path, self.bus, job_id, kind, command, self.cancel)
 

@@ -138,6 +138,9 @@ eval_max_turns = @
 seed = @
 seeds = @                  # training seeds, each its own lineage (pipeline run --seeds 0,1,2); empty = [seed]
 
+[tui]
+detach = @                 # work started from the TUI runs as a background job; quitting leaves it running
+
 [tui.keymap]               # binding id -> keys; the help screen (?) lists every id
 # "app.screen.trajectories" = "ctrl+j"
 """

@@ -249,6 +249,9 @@ class ClusterConfig(_Section):
 
 
 class TuiConfig(_Section):
+    # Work started from the TUI (n, R, P, a task's oracle) runs in a background runner job the TUI
+    # attaches to, so quitting the TUI leaves it running; false: it runs inside the TUI, as before.
+    detach: bool = True
     # Binding id -> keys, e.g. {"app.screen.trajectories" = "ctrl+j"}; ids are listed in the help screen.
     keymap: dict[str, str] = Field(default_factory=dict)
 

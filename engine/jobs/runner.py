@@ -4,7 +4,9 @@ and stopping it from anywhere.
 - `spawn` (the starting terminal): the same command again as a child in a new session (no
   terminal: closing the one that started it ends nothing), its output in a log file, the job id
   in its environment (`JOB_ENV`); registered as running, and returned at once.
-- `JobRun` (the child): registers its own process, journals every event of the engine's bus
+- `JobRun` (the job's own process: a detached child, or a command run in the foreground of its
+  terminal, which is a job all the same so that other terminals and the TUI can follow and stop
+  it): registers its own process, journals every event of the engine's bus
   (`journal.EventJournal`), turns SIGTERM into a clean stop (the engine's cancel, as ctrl+c:
   the work resumes), and records how the job ended.
 - `request_stop` / `wait_ended`: SIGTERM to a job's process, and the wait for it to end.
@@ -120,7 +122,7 @@ class JobRun:
 
     def outcome(self, exc: BaseException | None) -> tuple[JobStatus, str]:
         """How the job ended, given what its command raised (None: it returned)."""
-        if self.stop_requested or isinstance(exc, KeyboardInterrupt):
+        if self.stop_requested or _stopped(exc):
             how = "stopped by `trsi-tui jobs stop`" if self.stop_requested else "stopped by SIGINT"
             after = "its finished episodes are stored" if self.kind == "eval" else "run the same command to resume it"
             return "stopped", "; ".join(filter(None, [how, after, self.detail]))
@@ -131,6 +133,17 @@ class JobRun:
         if isinstance(exc, SystemExit):
             return "failed", f"exited with status {code}"
         return "failed", str(exc) or type(exc).__name__
+
+
+def _stopped(exc: BaseException | None) -> bool:
+    """Whether `exc` is a stop (ctrl+c, or the engine's InterruptedError once cancelled), also when a
+    front end turned it into an error of its own (the CLI's "stopped; run the same command")."""
+    seen = 0
+    while exc is not None and seen < 8:  # a chain of contexts, never a cycle in practice: bounded
+        if isinstance(exc, (KeyboardInterrupt, InterruptedError)):
+            return True
+        exc, seen = exc.__context__, seen + 1
+    return False
 
 
 def request_stop(registry: JobRegistry, job_id: str) -> RunnerJob:
