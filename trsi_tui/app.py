@@ -5,9 +5,12 @@ posted messages (`EngineEvent`, `OutputPending`, `RunEnded`), and the handlers h
 only code that changes `self.live`. Sandbox output is batched and applied at most `FRAME_HZ`
 times a second, however fast the shells write.
 
-Work that runs in a detached job (`--detach`) reaches the app the same way: `attach.JobWatcher`
-follows the newest running job's events journal and hands each event to `_on_bus_event`, as the
-engine's bus does; quitting then leaves the job running (or stops it, if asked).
+Work that runs in a runner job (`--detach`, a command in another terminal) reaches the app the
+same way: `attach.JobWatcher` follows the newest running job's events journal and hands each event
+to `_on_bus_event`, as the engine's bus does; quitting then leaves the job running (or stops it,
+if asked). Long work started here (`n`, `R`, `P`, a task's oracle) runs as such a job too when
+`[tui] detach` is on (the default, `background.py`), and the app attaches to it; with it off, or
+where no job would work on this engine's store and config, it runs in a thread worker here.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.timer import Timer
 
-from engine.api import Engine, EvalRequest, JobActivity, PipelineRequest, RsrRequest, RunnerJob
+from engine.api import Engine, EvalRequest, JobActivity, PipelineRequest, RsrRequest, RunnerJob, WorkBusy
 from engine.events import (
     EpisodeFinished,
     EpisodeStarted,
@@ -35,6 +38,7 @@ from engine.events import (
     SandboxOutput,
 )
 from trsi_tui.attach import JobWatcher
+from trsi_tui.background import eval_args, pipeline_args, rsr_args, start_job
 from trsi_tui.commands import TrsiCommands
 from trsi_tui.live import LiveState, OutputBatcher
 from trsi_tui.messages import (
@@ -43,6 +47,7 @@ from trsi_tui.messages import (
     JobAttached,
     JobChanged,
     JobEnded,
+    JobStartFailed,
     LiveChanged,
     OutputPending,
     RunEnded,
@@ -103,11 +108,15 @@ class TrsiApp(App):
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
-    def __init__(self, engine: Engine, start_pipeline: PipelineRequest | None = None) -> None:
-        """`start_pipeline`: the pipeline to start as soon as the app is up."""
+    def __init__(
+        self, engine: Engine, start_pipeline: PipelineRequest | None = None, follow_job: RunnerJob | None = None
+    ) -> None:
+        """`start_pipeline`: the pipeline to start as soon as the app is up; `follow_job`: a runner
+        job to attach to at once (one started for it, as `pipeline run` starts the pipeline)."""
         super().__init__()
         self.engine = engine
         self._pipeline_on_mount = start_pipeline
+        self._follow_on_mount = follow_job
         self.live = LiveState()
         self._batcher = OutputBatcher()
         # Output drained before its EpisodeStarted message was handled (both race in from engine
@@ -124,6 +133,7 @@ class TrsiApp(App):
         self.job_stopping = False  # a stop was sent to it
         self.job_ended: RunnerJob | None = None
         self._exit_when_job_ended = False
+        self.job_starting = ""  # the kind of job the app has started, until it is attached
         # On attach, panes for the job's running episodes only (finished ones count in its progress).
         self._watcher = JobWatcher(self, engine, self._on_bus_event, keep_finished=0)
         self.frame_hz = FRAME_HZ  # bench/tui.py raises it to measure what batching saves
@@ -133,6 +143,8 @@ class TrsiApp(App):
     # -- lifecycle ----------------------------------------------------------------------------
     def on_mount(self) -> None:
         self._unsubscribe = self.engine.bus.subscribe(self._on_bus_event)
+        if self._follow_on_mount is not None:
+            self._watcher.follow(self._follow_on_mount)
         self._watcher.start()
         if self.keymap_errors:
             self.notify(
@@ -206,6 +218,7 @@ class TrsiApp(App):
     def _job_attached(self, message: JobAttached) -> None:
         job = self.job = message.job
         self.job_activity, self.job_stopping, self.job_ended = JobActivity(), False, None
+        self.job_starting = ""
         # Its catch-up, in order, in one go: one redraw, not one per event.
         for event in message.events:
             if isinstance(event, SandboxOutput):
@@ -294,7 +307,9 @@ class TrsiApp(App):
     # -- running work ------------------------------------------------------------------------
     def start_run(self, request: EvalRequest) -> bool:
         """Evaluate in the background and switch to the live sandboxes."""
-        return self._start(lambda: self._run_note(self.engine.run_request(request)[0].run_id))
+        return self._start(
+            lambda: self._run_note(self.engine.run_request(request)[0].run_id), job=("eval", eval_args(request))
+        )
 
     def _run_note(self, run_id: str) -> str:
         """What to tell the user about a finished run (read on the worker thread)."""
@@ -305,38 +320,71 @@ class TrsiApp(App):
     def start_rsr(self, request: RsrRequest) -> bool:
         """Run (or resume) an RSR round in the background; its episodes stream to the Sandboxes screen."""
 
-        def job() -> str:
+        def work() -> str:
             report = self.engine.run_rsr(request)
             return (
                 f"RSR round {report.round} done: {report.samples} sample(s), checkpoint {report.checkpoint or 'none'}"
             )
 
-        return self._start(job)
+        return self._start(work, job=("rsr", rsr_args(request)))
 
     def start_pipeline(self, request: PipelineRequest | None = None) -> bool:
         """Run (or resume) the pipeline in the background (as the config says, unless `request` says
         otherwise); the dashboard's stage table fills in live."""
+        request = request or PipelineRequest()
 
-        def job() -> str:
-            lineages = self.engine.run_pipeline(request or PipelineRequest())
+        def work() -> str:
+            lineages = self.engine.run_pipeline(request)
             done = [s for stages in lineages.values() for s in stages.values() if s.status == "done"]
             seeds = f" over {len(lineages)} training seeds" if len(lineages) > 1 else ""
             return f"Pipeline: {len(done)} stage(s) done{seeds}"
 
-        return self._start(job, mode="dashboard")
+        return self._start(work, mode="dashboard", job=("pipeline", pipeline_args(request)))
 
     def start_check(self, tasks: str, task: str) -> bool:
         """Validate one task (oracle passes, nop does not) in the background."""
         return self._start(lambda: self._run_note(self.engine.check_tasks([tasks], only=(task,))[0]))
 
-    def _start(self, job: Callable[[], str], mode: str = "sandboxes") -> bool:
+    def _start(
+        self, work: Callable[[], str], mode: str = "sandboxes", job: tuple[str, list[str]] | None = None
+    ) -> bool:
+        """Run `work` here in a thread worker, or, with `[tui] detach`, the command `job` (its kind
+        and trsi-tui arguments) as a runner job the app then attaches to."""
         if self.run_in_progress:
             self.notify("A run is already in progress; stop it first (s).", severity="warning")
             return False
-        self.run_in_progress = True
-        self._run_worker(job)
+        home = self.engine.runner_home_args() if job is not None and self.engine.config.tui.detach else None
+        if job is not None and home is not None:
+            if self.job is not None or self.job_starting:
+                running = f"Job {self.job.id}" if self.job else "A job"
+                self.notify(f"{running} is running; stop it first (s).", severity="warning")
+                return False
+            kind, args = job
+            self.job_starting = kind
+            self._start_job_worker(kind, home + args)
+        else:
+            self.run_in_progress = True
+            self._run_worker(work)
         self.switch_mode(mode)
         return True
+
+    @work(thread=True, group="start", exit_on_error=False)
+    def _start_job_worker(self, kind: str, args: list[str]) -> None:
+        try:
+            job = start_job(self.engine, kind, args)
+        except WorkBusy as exc:  # another process holds the data dir: its message names it
+            self.post_message(JobStartFailed(str(exc)))
+            return
+        except Exception as exc:  # told to the user (and logged), not lost in the worker
+            log.exception("the TUI could not start %s as a runner job", kind)
+            self.post_message(JobStartFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self._watcher.follow(job)
+
+    @on(JobStartFailed)
+    def _job_start_failed(self, message: JobStartFailed) -> None:
+        self.job_starting = ""
+        self.notify(message.error, title="Not started", severity="error", timeout=15)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _run_worker(self, job: Callable[[], str]) -> None:
@@ -381,6 +429,8 @@ class TrsiApp(App):
         if not self.run_in_progress:
             if self.job is not None:
                 self.stop_job()
+            elif self.job_starting:
+                self.notify(f"The {self.job_starting} job is starting; stop it once it is attached.")
             else:
                 self.notify("Nothing is running.")
             return
@@ -481,5 +531,7 @@ def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
     return sorted(set(keymap) - all_binding_ids())
 
 
-def create_app(engine: Engine, start_pipeline: PipelineRequest | None = None) -> TrsiApp:
-    return TrsiApp(engine, start_pipeline)
+def create_app(
+    engine: Engine, start_pipeline: PipelineRequest | None = None, follow_job: RunnerJob | None = None
+) -> TrsiApp:
+    return TrsiApp(engine, start_pipeline, follow_job)

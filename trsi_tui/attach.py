@@ -9,6 +9,9 @@ as the engine's bus hands in-process events (`TrsiApp._on_bus_event`), so every 
 the same way. Every `STATUS_EVERY_S` it reads the job's status and activity (its newest progress,
 the runbooks it waits for); when the job has ended it says so and goes back to looking.
 
+A job the TUI has just started itself (`[tui] detach`) is handed to `follow`: the watcher follows
+it next, at once, even if it has already ended (a job that failed as it started says so).
+
 The watcher never touches UI state: it posts `JobAttached`, `JobActivityChanged` and `JobEnded`,
 and the app's handlers apply them.
 """
@@ -16,6 +19,7 @@ and the app's handlers apply them.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Callable
@@ -39,6 +43,8 @@ class JobWatcher:
         self.app, self.engine, self.on_event, self.keep_finished = app, engine, on_event, keep_finished
         self.poll_s = POLL_S
         self._stop = threading.Event()
+        self._wake = threading.Event()  # look for a job now (one was started, or stopping)
+        self._wanted: RunnerJob | None = None  # follow this one next (`follow`)
         self._thread = threading.Thread(target=self._run, name="trsi-tui-attach", daemon=True)
 
     def start(self) -> None:
@@ -46,22 +52,33 @@ class JobWatcher:
 
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+    def follow(self, job: RunnerJob) -> None:
+        """Follow `job` next, as soon as the job followed now (if any) has ended."""
+        self._wanted = job
+        self._wake.set()
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                job = self.newest_running()
+                job, self._wanted = self._wanted, None
+                job = job or self.newest_running()
                 if job is not None:
                     self._follow(job)
                     continue  # a job that just ended: look again at once
             except Exception:
                 log.exception("attaching to a detached job failed; trying again")
-            self._stop.wait(JOBS_EVERY_S)
+            self._wake.wait(JOBS_EVERY_S)
+            self._wake.clear()
 
     def newest_running(self) -> RunnerJob | None:
-        return next((j for j in self.engine.runner_jobs(limit=20) if j.running), None)
+        # A job of this very process (the TUI opened inside a command that runs as one) reaches
+        # the app through the bus already.
+        jobs = self.engine.runner_jobs(limit=20)
+        return next((j for j in jobs if j.running and j.pid != os.getpid()), None)
 
     def _follow(self, job: RunnerJob) -> None:
         tail = self.engine.runner_job_events(job.id)

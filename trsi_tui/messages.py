@@ -48,6 +48,14 @@ class JobAttached(Message):
         self.job, self.events, self.skipped = job, events, skipped
 
 
+class JobStartFailed(Message):
+    """Work the TUI started as a runner job did not start (another process holds the work lock)."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
 class JobActivityChanged(Message):
     """What the attached job is doing changed (its progress, the runbooks it waits for)."""
 

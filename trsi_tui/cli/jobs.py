@@ -1,4 +1,5 @@
-"""`trsi-tui jobs`: runs started with --detach (runner jobs): list them, follow one, stop one."""
+"""`trsi-tui jobs`: runs of `pipeline run`, `eval`, `rsr run` and `rpr run` (runner jobs: detached,
+started from the TUI, or in the foreground of a terminal): list them, follow one, stop one."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ STATUS_STYLES = {"running": "cyan", "done": "green", "failed": "red", "stopped":
 @cli.group("jobs", invoke_without_command=True)
 @click.pass_context
 def jobs(ctx: click.Context) -> None:
-    """Runs started with --detach (`pipeline run`, `eval`, `rsr run`, `rpr run`): each goes on in a
-    process of its own when its terminal closes. Without a command: `jobs list`."""
+    """Runs of `pipeline run`, `eval`, `rsr run` and `rpr run`, wherever they run: in the foreground
+    of a terminal, or in a background process of their own that goes on when its terminal closes
+    (--detach, and work started from the TUI). Without a command: `jobs list`."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(jobs_list)
 
@@ -32,7 +34,7 @@ def jobs(ctx: click.Context) -> None:
 @click.option("--json", "json_path", metavar="FILE", default=None, help="Write the jobs as JSON.")
 @click.pass_context
 def jobs_list(ctx: click.Context, limit: int, json_path: str | None) -> None:
-    """Detached jobs, newest first: status (running, done, failed, stopped, or interrupted when its
+    """Jobs, newest first: status (running, done, failed, stopped, or interrupted when its
     process ended without saying how, as after SIGKILL), process, start and end, what it said last
     (while it runs: what it is doing now; "waiting for approval: N runbook(s)" when its RSR round
     waits for a person to decide runbooks in the TUI)."""
@@ -42,7 +44,7 @@ def jobs_list(ctx: click.Context, limit: int, json_path: str | None) -> None:
     # (its newest progress; an RSR round waiting for a person to decide runbooks says so).
     activity = {job.id: engine.runner_job_activity(job.id) for job in found if job.running}
     if not found:
-        out.print("no jobs: start one with --detach (pipeline run, eval, rsr run, rpr run)")
+        out.print("no jobs: pipeline run, eval, rsr run and rpr run are jobs (--detach runs one in the background)")
     else:
         table = new_table("jobs", "job", "kind", "status", "pid", "started", "ended", "detail", "command")
         for job in found:

@@ -35,7 +35,7 @@ from trsi_tui.cli.common import (
     stage_printer,
     write_json,
 )
-from trsi_tui.cli.detach import detach_if_asked, detachable
+from trsi_tui.cli.detach import detach_if_asked, detachable, start_job
 from trsi_tui.cli.group import cli
 from trsi_tui.render import SEED_COLUMNS, STAGE_COLUMNS, family_columns, family_row_cells, seed_rows, stage_rows
 
@@ -56,11 +56,12 @@ def pipeline() -> None:
 )
 @click.option(
     "--preset",
-    type=click.Choice(["demo"]),
+    type=click.Choice(["demo", "home"]),
     default="demo",
     show_default=True,
-    help="Embedded configuration used when --config is not given. demo: the bundled model on the "
-    "generated curriculum (one-step and multi-step families: 208 train, 128 eval tasks), 3 turns per episode.",
+    help="The configuration used when --config is not given. demo (embedded): the bundled model on the "
+    "generated curriculum (one-step and multi-step families: 208 train, 128 eval tasks), 3 turns per episode. "
+    "home: the home's own config file (the defaults where there is none), as the TUI's P runs the pipeline.",
 )
 @click.option("--tasks", "tasks_path", metavar="PATH", default=None, help=TASKS_HELP)
 @click.option("--backend", default=None, help="Sandbox backend: local or docker (default from the config).")
@@ -104,17 +105,19 @@ def pipeline_run(
     """Run or resume the pipeline; each stage starts from the previous stage's checkpoint.
 
     The stage table (checkpoint, pass@1 with a 95% interval over the eval seeds, lineage) is
-    kept in the store: stop it anywhere (q in the TUI, ctrl+c headless, `trsi-tui jobs stop ID`
-    when started with --detach) and run the same command again to resume without losing or
-    repeating work. With several training seeds, a second table gives each stage's mean pass@1
-    over seeds and its paired gain over its parent (same eval tasks and sampling seeds), both
-    with 95% intervals.
+    kept in the store: stop it anywhere (s in the TUI, ctrl+c headless, `trsi-tui jobs stop ID`
+    from any terminal) and run the same command again to resume without losing or repeating
+    work. Opening the TUI, it runs as a background job the TUI attaches to (quitting the TUI
+    leaves it running; `[tui] detach = false` runs it inside the TUI). With several training
+    seeds, a second table gives each stage's mean pass@1 over seeds and its paired gain over its
+    parent (same eval tasks and sampling seeds), both with 95% intervals.
     """
     check_backend(backend)
     engine = engine_of(ctx)
     try:
-        chosen = load_config(config_file) if config_file else load_preset(preset)
-        engine.use_config(chosen, keep_tui=True)  # the home's keymap stays
+        if config_file or preset != "home":  # home: the config the engine opened with
+            chosen = load_config(config_file) if config_file else load_preset(preset)
+            engine.use_config(chosen, keep_tui=True)  # the home's keymap stays
         seeds = engine.training_seeds(seeds_text)
         if cluster:
             engine.use_cluster(cluster)
@@ -123,11 +126,15 @@ def pipeline_run(
     request = PipelineRequest(
         tasks=tasks_path, backend=backend, concurrency=concurrency, stop_after=stop_after, seeds=tuple(seeds)
     )
-    detach_if_asked(ctx)
-    if not headless and sys.stdout.isatty() and sys.stdin.isatty():
+    tui = not headless and sys.stdout.isatty() and sys.stdin.isatty()
+    detach_if_asked(ctx, journal=not tui)
+    if tui:
         from trsi_tui.app import create_app
 
-        create_app(engine, start_pipeline=request).run()
+        if engine.config.tui.detach:  # the TUI attaches to it: quitting the TUI leaves it running
+            create_app(engine, follow_job=start_job(ctx)).run()
+        else:
+            create_app(engine, start_pipeline=request).run()
         return
 
     lineages = run_resumable(
