@@ -101,7 +101,7 @@ def detach_if_asked(ctx: click.Context, *, journal: bool = True) -> None:
             _run_as_job(ctx, plan, None)
             if sys.stderr.isatty():
                 reach = _reach(ctx, plan.job.id)
-                err.print(f"[dim]job {plan.job.id}: {markup(reach)} from another terminal[/]")
+                err.print(f"[dim]job {plan.job.id}: {markup(reach)} from another terminal[/]", highlight=False)
         return
     plan.handled = True
     job = start_job(ctx)
