@@ -345,3 +345,31 @@ def test_docker_sandboxes_run_on_the_nodes_that_have_docker(cluster, tmp_path):
     report, _ = engine.evaluate(None, agent="oracle", backend="docker", only=chosen)
     assert sorted(r.task for r in report.results) == sorted(chosen)
     assert all(r.success and r.backend == "docker" for r in report.results)
+
+
+@needs_auth
+def test_a_detached_job_on_the_cluster_is_the_driver_on_the_head_that_jobs_and_the_tui_follow(cluster, tmp_path):
+    """`eval --cluster ADDRESS --detach`: the background runner on the head machine drives the
+    cluster; its episodes run on both nodes and their events reach the head's journal, which
+    `jobs attach` (and so an attached TUI) follows."""
+    import sqlite3
+
+    from engine.jobs import read_events
+    from tests.test_jobs import _detach, _jobs, _wait_for, invoke
+
+    home = tmp_path / "head-home"
+    chosen = ("copy-file-1", "count-lines-1", "sort-unique-1", "write-file-1")
+    args = ["eval", "--agent", "oracle", "--cluster", cluster.address, *(a for t in chosen for a in ("--task", t))]
+    started = _detach(home, *args)
+    assert started.returncode == 0, started.stdout + started.stderr
+    (job,) = _jobs(home).values()
+    done = _wait_for(lambda: (j := _jobs(home)[job["id"]])["status"] != "running" and j, timeout=240, every=1)
+    assert done["status"] == "done", invoke("jobs", "attach", job["id"], home=home).output
+    events = [e.event for e in read_events(sqlite3.connect(home / "trsi.db"), job=job["id"])]
+    started_on = {e.task: e.node for e in events if isinstance(e, EpisodeStarted)}
+    assert sorted(started_on) == sorted(chosen)
+    # A node name is set only for episodes that ran on a cluster node ("" on this machine).
+    assert all(started_on.values()), "the head's runner ran the episodes on the cluster"
+    assert {e.episode_id for e in events if isinstance(e, SandboxOutput)}, "shell output reached the journal"
+    attached = invoke("jobs", "attach", job["id"], home=home)
+    assert attached.exit_code == 0 and all(t in attached.output for t in chosen), attached.output
