@@ -106,6 +106,8 @@ class Resumable:
             executor=self.ctx.executor,
         )
         self._runner = runner  # for `cancel`, from another thread
+        if self.should_stop():  # asked before this runner existed, so `cancel` never reached it
+            raise InterruptedError(f"{what} stopped")
         run_id, _ = runner.run(
             [job for _, job in jobs],
             kind=kind,

@@ -18,6 +18,10 @@
    `loss_agg_mode` says (token-mean, or seq-mean-token-mean as in verl); backward
    per episode and adapter (see actor_critic), gradient clipping, one optimizer step per
    minibatch.
+
+A stop (`should_stop`) is honoured between minibatches and episodes and inside every forward and
+backward pass (engine/training/stop.py): InterruptedError, the update left unfinished; the stage
+discards it and reruns the round from its last checkpoint.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from engine.rpr.ppo_math import (
     value_loss,
 )
 from engine.rpr.rollouts import Rollout
+from engine.training.stop import stoppable
 
 
 @dataclass(frozen=True)
@@ -243,113 +248,116 @@ def ppo_update(
             0,
             time.monotonic() - started,
         )
-    ac.train_actor = train_actor
-    # One epoch over one minibatch: the parameters have not moved when each episode first goes
-    # through the model, so the critic's training forward gives the old values, and the actor's
-    # gives the old log-probs (or, when they agree with the sampler's, says so: the sampler's
-    # then stand in, as the probe decides below). No forward pass runs only to look.
-    fused = fuse_critic and settings.ppo_epochs == 1 and len(usable) <= settings.minibatch_episodes
-    old_in_training = fused and settings.kl_mode == "loss"
-    prepared, check, source, passes = _prepare(
-        ac, usable, settings, train_actor, with_values=not fused, old_in_training=old_in_training
-    )
+    # Inside the passes too: one long episode's forward and backward on a loaded CPU take far
+    # longer than a stop may wait (engine/training/stop.py).
+    with stoppable(ac.model, should_stop, "critic warm-up" if not train_actor else "PPO update"):
+        ac.train_actor = train_actor
+        # One epoch over one minibatch: the parameters have not moved when each episode first goes
+        # through the model, so the critic's training forward gives the old values, and the actor's
+        # gives the old log-probs (or, when they agree with the sampler's, says so: the sampler's
+        # then stand in, as the probe decides below). No forward pass runs only to look.
+        fused = fuse_critic and settings.ppo_epochs == 1 and len(usable) <= settings.minibatch_episodes
+        old_in_training = fused and settings.kl_mode == "loss"
+        prepared, check, source, passes = _prepare(
+            ac, usable, settings, train_actor, with_values=not fused, old_in_training=old_in_training
+        )
 
-    actor_opt, critic_opt = optimizers
-    actor_sched, critic_sched = schedulers
-    kl_estimator = KL_ESTIMATORS[settings.kl_estimator]
-    sums = {"policy": 0.0, "value": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0}
-    weight_total = 0.0
-    steps = 0
+        actor_opt, critic_opt = optimizers
+        actor_sched, critic_sched = schedulers
+        kl_estimator = KL_ESTIMATORS[settings.kl_estimator]
+        sums = {"policy": 0.0, "value": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0}
+        weight_total = 0.0
+        steps = 0
 
-    def weight(p: _Prepared, batch: list[_Prepared], n_tokens: int) -> float:
-        # Each episode's losses are token-means over its own actions; weighting them by length
-        # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
-        return p.n_actions / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
+        def weight(p: _Prepared, batch: list[_Prepared], n_tokens: int) -> float:
+            # Each episode's losses are token-means over its own actions; weighting them by length
+            # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
+            return p.n_actions / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
 
-    def critic_backward(p: _Prepared, w: float) -> None:
-        values = ac.values(p.ids, p.target_mask)
-        if p.old_values is None:
-            _advantages(p, values.detach(), settings)
-        ones = torch.ones(1, p.n_actions)
-        vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
-        (vl * w).backward()
-        sums["value"] += float(vl.detach()) * w
+        def critic_backward(p: _Prepared, w: float) -> None:
+            values = ac.values(p.ids, p.target_mask)
+            if p.old_values is None:
+                _advantages(p, values.detach(), settings)
+            ones = torch.ones(1, p.n_actions)
+            vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
+            (vl * w).backward()
+            sums["value"] += float(vl.detach()) * w
 
-    for _ in range(settings.ppo_epochs):
-        order = list(prepared)
-        rng.shuffle(order)
-        for start in range(0, len(order), settings.minibatch_episodes):
-            if should_stop():
-                raise InterruptedError("PPO update stopped")
-            batch = order[start : start + settings.minibatch_episodes]
-            n_tokens = sum(p.n_actions for p in batch)
-            actor_opt.zero_grad(set_to_none=True)
-            critic_opt.zero_grad(set_to_none=True)
-            if fused:  # values, advantages and the critic's gradients first; whitening needs them all
-                for p in batch:
-                    critic_backward(p, weight(p, batch, n_tokens))
-                _whiten(prepared, settings)
-                passes += len(batch)
-            for p in batch:
-                # Between episodes too: a minibatch of long episodes on a loaded CPU takes longer
-                # than a stop may wait; the round's update is discarded and rerun on resume.
+        for _ in range(settings.ppo_epochs):
+            order = list(prepared)
+            rng.shuffle(order)
+            for start in range(0, len(order), settings.minibatch_episodes):
                 if should_stop():
                     raise InterruptedError("PPO update stopped")
-                w = weight(p, batch, n_tokens)
-                ones = torch.ones(1, p.n_actions)
+                batch = order[start : start + settings.minibatch_episodes]
+                n_tokens = sum(p.n_actions for p in batch)
+                actor_opt.zero_grad(set_to_none=True)
+                critic_opt.zero_grad(set_to_none=True)
+                if fused:  # values, advantages and the critic's gradients first; whitening needs them all
+                    for p in batch:
+                        critic_backward(p, weight(p, batch, n_tokens))
+                    _whiten(prepared, settings)
+                    passes += len(batch)
+                for p in batch:
+                    # Between episodes too: a minibatch of long episodes on a loaded CPU takes longer
+                    # than a stop may wait; the round's update is discarded and rerun on resume.
+                    if should_stop():
+                        raise InterruptedError("PPO update stopped")
+                    w = weight(p, batch, n_tokens)
+                    ones = torch.ones(1, p.n_actions)
+                    if train_actor:
+                        fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
+                        if p.old_logprobs is None:
+                            source = _old_from_training(p, fwd.logprobs.detach(), check, source, usable, settings)
+                        pl, clip_frac = policy_loss(
+                            fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
+                        )
+                        loss = pl
+                        if p.ref_logprobs is not None:
+                            kl = kl_estimator(fwd.logprobs, p.ref_logprobs).mean()
+                            if settings.kl_mode == "loss":
+                                loss = loss + settings.kl_coef * kl
+                            sums["kl"] += float(kl.detach()) * w
+                        (loss * w).backward()
+                        sums["policy"] += float(pl.detach()) * w
+                        sums["clip"] += float(clip_frac) * w
+                        sums["entropy"] += float(fwd.entropy.detach().mean()) * w
+                        passes += 1
+                    if not fused:
+                        critic_backward(p, w)
+                        passes += 1
+                weight_total += 1.0
                 if train_actor:
-                    fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
-                    if p.old_logprobs is None:
-                        source = _old_from_training(p, fwd.logprobs.detach(), check, source, usable, settings)
-                    pl, clip_frac = policy_loss(
-                        fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
-                    )
-                    loss = pl
-                    if p.ref_logprobs is not None:
-                        kl = kl_estimator(fwd.logprobs, p.ref_logprobs).mean()
-                        if settings.kl_mode == "loss":
-                            loss = loss + settings.kl_coef * kl
-                        sums["kl"] += float(kl.detach()) * w
-                    (loss * w).backward()
-                    sums["policy"] += float(pl.detach()) * w
-                    sums["clip"] += float(clip_frac) * w
-                    sums["entropy"] += float(fwd.entropy.detach().mean()) * w
-                    passes += 1
-                if not fused:
-                    critic_backward(p, w)
-                    passes += 1
-            weight_total += 1.0
-            if train_actor:
-                torch.nn.utils.clip_grad_norm_(ac.actor_parameters(), settings.grad_clip)
-                actor_opt.step()
-                actor_sched.step()
-            torch.nn.utils.clip_grad_norm_(ac.critic_parameters(), settings.grad_clip)
-            critic_opt.step()
-            critic_sched.step()
-            steps += 1
-    all_values = torch.cat([p.old_values for p in prepared])[None]
-    all_returns = torch.cat([p.returns for p in prepared])[None]
-    ev = explained_variance(all_values, all_returns, torch.ones_like(all_values))
-    mean = {k: v / weight_total for k, v in sums.items()}
-    nan_unless_actor = (lambda v: v) if train_actor else (lambda v: math.nan)
-    return UpdateStats(
-        episodes=len(prepared),
-        skipped_infra=skipped_infra,
-        skipped_long=skipped_long,
-        tokens=sum(len(p.rollout.ids) for p in prepared),
-        action_tokens=sum(p.n_actions for p in prepared),
-        mean_reward=sum(p.rollout.reward for p in prepared) / len(prepared),
-        success_rate=sum(p.rollout.success for p in prepared) / len(prepared),
-        policy_loss=nan_unless_actor(mean["policy"]),
-        value_loss=mean["value"],
-        kl=nan_unless_actor(mean["kl"]) if any(p.ref_logprobs is not None for p in prepared) else math.nan,
-        entropy=nan_unless_actor(mean["entropy"]),
-        clip_fraction=nan_unless_actor(mean["clip"]),
-        explained_variance=ev,
-        sampler_ratio=check.mean_ratio,
-        sampler_log_ratio_max=check.log_ratio_max,
-        optimizer_steps=steps,
-        seconds=time.monotonic() - started,
-        old_logprobs_from=source,
-        forward_passes=passes / len(prepared),
-    )
+                    torch.nn.utils.clip_grad_norm_(ac.actor_parameters(), settings.grad_clip)
+                    actor_opt.step()
+                    actor_sched.step()
+                torch.nn.utils.clip_grad_norm_(ac.critic_parameters(), settings.grad_clip)
+                critic_opt.step()
+                critic_sched.step()
+                steps += 1
+        all_values = torch.cat([p.old_values for p in prepared])[None]
+        all_returns = torch.cat([p.returns for p in prepared])[None]
+        ev = explained_variance(all_values, all_returns, torch.ones_like(all_values))
+        mean = {k: v / weight_total for k, v in sums.items()}
+        nan_unless_actor = (lambda v: v) if train_actor else (lambda v: math.nan)
+        return UpdateStats(
+            episodes=len(prepared),
+            skipped_infra=skipped_infra,
+            skipped_long=skipped_long,
+            tokens=sum(len(p.rollout.ids) for p in prepared),
+            action_tokens=sum(p.n_actions for p in prepared),
+            mean_reward=sum(p.rollout.reward for p in prepared) / len(prepared),
+            success_rate=sum(p.rollout.success for p in prepared) / len(prepared),
+            policy_loss=nan_unless_actor(mean["policy"]),
+            value_loss=mean["value"],
+            kl=nan_unless_actor(mean["kl"]) if any(p.ref_logprobs is not None for p in prepared) else math.nan,
+            entropy=nan_unless_actor(mean["entropy"]),
+            clip_fraction=nan_unless_actor(mean["clip"]),
+            explained_variance=ev,
+            sampler_ratio=check.mean_ratio,
+            sampler_log_ratio_max=check.log_ratio_max,
+            optimizer_steps=steps,
+            seconds=time.monotonic() - started,
+            old_logprobs_from=source,
+            forward_passes=passes / len(prepared),
+        )

@@ -129,6 +129,7 @@ class RprStage(Resumable):
             return self.report()
         checkpoints.clear_partial(self.dir)
         state = load_trainer(spec=spec, base=base, latest=self.latest(), seed=self.seed)
+        self._check_stop()  # loading the trainer takes a while; a stop during it ends the stage here
         lineage = checkpoints.lineage(
             stage=self.stage_name,
             model=self.model,
@@ -151,6 +152,7 @@ class RprStage(Resumable):
 
     def _round(self, tasks: list[Task], rnd: Round, state: TrainerState, base: str, lineage: dict) -> TrainerState:
         """One round: (probe), plan, rollouts, update, checkpoint; the trainer state after it."""
+        self._check_stop()  # a stop during the previous round's checkpoint
         if not rnd.warmup:
             self._probe(tasks, rnd.index, state.served)
         self._progress(rnd.iteration, rnd.phase, f"{rnd.label}: rollouts with {state.served}")

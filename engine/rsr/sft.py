@@ -10,12 +10,17 @@ those positions (`action_loss`), which is what keeps peak memory below TRL's.
 
 The checkpoint is the adapter plus `trsi-checkpoint.json`: base model, data hash, config and
 metrics. `on_step(step, loss, tokens)` reports progress (the RSR round's SFT phase logs it to the store).
+
+A stop (`should_stop`) is honoured between steps and inside a step's forward and backward passes
+(engine/training/stop.py); the run then keeps its last finished step (engine/training/partial.py)
+and the next run of the same training continues from there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import random
 import resource
 import time
@@ -27,6 +32,10 @@ from typing import Callable
 from engine.store.records import Sample
 from engine.training.loader import LORA_TARGETS, LoraShape, load_base, model_device
 from engine.training.memory import release_freed_memory
+from engine.training.partial import discard_partial, load_partial, save_partial
+from engine.training.stop import stoppable
+
+log = logging.getLogger(__name__)
 
 METADATA = "trsi-checkpoint.json"
 
@@ -82,6 +91,20 @@ def load_trainable(base: str, config: SftConfig, adapter: str | None = None):
         return PeftModel.from_pretrained(model, adapter, is_trainable=True)
     shape = LoraShape(config.rank, config.alpha, config.dropout, config.target_modules)
     return get_peft_model(model, shape.peft_config())
+
+
+def _never() -> bool:
+    return False
+
+
+def partial_key(base: str, samples: list[Sample], config: SftConfig, adapter: str | None) -> dict:
+    """What a stopped run's kept state must match to be continued: the same training."""
+    return {
+        "base_model": base,
+        "parent_adapter": adapter or "",
+        "data_hash": data_hash(samples),
+        "config": {**asdict(config), "target_modules": list(config.target_modules)},
+    }
 
 
 def batches(samples: list[Sample], config: SftConfig, epoch: int) -> list[list[Sample]]:
@@ -164,6 +187,17 @@ def collate_packed(batch: list[Sample], max_len: int, pad_id: int):
     return input_ids, labels, attention, positions, real_tokens
 
 
+def batch_loss(model, batch: list[Sample], config: SftConfig, pad_id: int, device):
+    """The batch's action loss, its labels and its real (unpadded) token count."""
+    if config.packing:
+        input_ids, labels, attention, positions, real = collate_packed(batch, config.max_len, pad_id)
+        input_ids, labels, attention, positions = (t.to(device) for t in (input_ids, labels, attention, positions))
+        return action_loss(model, input_ids, attention, labels, positions), labels, real
+    input_ids, labels, attention = collate(batch, config.max_len, pad_id)
+    input_ids, labels, attention = (t.to(device) for t in (input_ids, labels, attention))
+    return action_loss(model, input_ids, attention, labels), labels, int(attention.sum())
+
+
 def train_sft(
     base: str,
     samples: list[Sample],
@@ -179,9 +213,14 @@ def train_sft(
 
     if not samples:
         raise ValueError("SFT needs at least one sample")
+    stop = should_stop or _never
     torch.manual_seed(config.seed)
     release_freed_memory()
-    model = load_trainable(base, config, adapter)
+    key = partial_key(base, samples, config, adapter)
+    resumed = load_partial(out_dir, key)
+    model = load_trainable(base, config, str(resumed.adapter) if resumed else adapter)
+    if stop():  # loading takes seconds on a loaded CPU: do not start a step after a stop
+        raise InterruptedError("SFT stopped before it started")
     model.train()
     device = model_device(model)
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
@@ -189,37 +228,43 @@ def train_sft(
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
     losses: list[float] = []
     tokens = action_tokens = step = 0
+    if resumed is not None:
+        optimizer.load_state_dict(resumed.optimizer)
+        step, tokens, action_tokens = resumed.step, resumed.totals["tokens"], resumed.totals["action_tokens"]
+        losses = list(resumed.totals["losses"])
+        log.info("SFT continues from step %d of %d (its stopped run)", step, planned_steps(len(samples), config))
+    first_step, first_tokens = step, tokens
     started = time.monotonic()
     total_steps = planned_steps(len(samples), config)
-    epoch = 0
-    while step < total_steps:
-        for batch in batches(samples, config, epoch):
-            if step >= total_steps:
-                break
-            if should_stop is not None and should_stop():
-                raise InterruptedError("SFT stopped before it finished")
-            if config.packing:
-                input_ids, labels, attention, positions, real = collate_packed(batch, config.max_len, pad_id)
-                input_ids, labels, attention, positions = (
-                    t.to(device) for t in (input_ids, labels, attention, positions)
-                )
-                loss = action_loss(model, input_ids, attention, labels, positions)
-            else:
-                input_ids, labels, attention = collate(batch, config.max_len, pad_id)
-                input_ids, labels, attention = (t.to(device) for t in (input_ids, labels, attention))
-                real = int(attention.sum())
-                loss = action_loss(model, input_ids, attention, labels)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
-            optimizer.step()
-            step += 1
-            tokens += real
-            action_tokens += int((labels != -100).sum())
-            losses.append(float(loss.detach()))
-            if on_step is not None:
-                on_step(step, losses[-1], tokens)
-        epoch += 1
+    per_epoch = -(-len(samples) // config.batch_samples)
+    try:
+        with stoppable(model, stop, "SFT"):
+            while step < total_steps:
+                epoch, done_in_epoch = divmod(step, per_epoch)
+                for batch in batches(samples, config, epoch)[done_in_epoch:]:
+                    if step >= total_steps:
+                        break
+                    if stop():
+                        raise InterruptedError("SFT stopped before it finished")
+                    loss, labels, real = batch_loss(model, batch, config, pad_id, device)
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+                    optimizer.step()
+                    step += 1
+                    tokens += real
+                    action_tokens += int((labels != -100).sum())
+                    losses.append(float(loss.detach()))
+                    if on_step is not None:
+                        on_step(step, losses[-1], tokens)
+    except InterruptedError:
+        # The parameters are those after `step` steps (a step interrupted part-way never reached
+        # its optimizer step): keep them, so that the next run goes on from there.
+        if step > first_step:
+            totals = {"tokens": tokens, "action_tokens": action_tokens, "losses": losses}
+            save_partial(out_dir, key, model, optimizer, step, totals)
+            log.info("SFT stopped after step %d of %d; the next run continues from there", step, total_steps)
+        raise
     seconds = time.monotonic() - started
     out_dir = Path(out_dir)
     adapter_dir = out_dir / "adapter"
@@ -238,11 +283,12 @@ def train_sft(
             "action_tokens": action_tokens,
             "first_loss": losses[0],
             "final_loss": losses[-1],
-            "seconds": round(seconds, 2),
-            "tokens_per_second": round(tokens / seconds, 1) if seconds else None,
+            "seconds": round(seconds, 2),  # of this run (a continued one: since it continued)
+            "tokens_per_second": round((tokens - first_tokens) / seconds, 1) if seconds else None,
         },
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     (out_dir / METADATA).write_text(json.dumps(metadata, indent=2))
+    discard_partial(out_dir)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return SftResult(adapter_dir, step, tokens, action_tokens, tuple(losses), seconds, peak, metadata)

@@ -2,7 +2,8 @@
 
 The adapter is trained by engine/rsr/sft.py (continuing the model's own adapter when it carries
 one), exported to GGUF (engine/training/gguf_export.py), and the round's result is the model
-spec that serves it. A round whose checkpoint is stored does not train again.
+spec that serves it. A round whose checkpoint is stored does not train again; one stopped during
+SFT continues from its last finished step (kept in checkpoints/rsr-N/partial/).
 
 Reads: the round's stored checkpoint.
 Writes: checkpoints/rsr-N/ (adapter, metadata, adapter.gguf), `sft/loss` metrics and
