@@ -398,3 +398,42 @@ def test_a_second_writer_is_refused_naming_the_job_that_holds_the_data_dir(tmp_p
     stopped = invoke("jobs", "stop", job_id, home=home)
     assert stopped.exit_code == 0 and f"job {job_id} stopped" in stopped.output
     assert _jobs(home)[job_id]["command"][-1] == "--headless"  # a job has no terminal for the TUI
+
+
+# -- pruning old journals ---------------------------------------------------------------------------
+def test_old_journals_are_pruned_as_a_job_ends_and_by_jobs_prune_keeping_running_jobs_and_every_row(
+    tmp_path: Path,
+):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[jobs]\nkeep_journals = 2\n")
+    store = Store(home / "trsi.db")
+    registry = JobRegistry(store.database)
+    registry.start("running-1", "eval", ["eval"], os.getpid())  # this process: alive, so running
+    for name in ("running-1", "old-1", "old-2", "old-3"):
+        bus = EventBus()
+        with EventJournal(store.path, name, bus):
+            bus.emit(RunStarted(f"run-{name}", "eval", 1))
+            bus.emit(SandboxOutput(f"ep-{name}", "agent", "output", f"shell of {name}"))
+    for n, name in enumerate(("old-1", "old-2", "old-3")):
+        registry.start(name, "eval", ["eval"], os.getpid())
+        registry.finish(name, "done")
+        store.database.db.execute("UPDATE runner_jobs SET started_at = ? WHERE id = ?", [f"2026-01-0{n + 1}", name])
+    store.database.db.conn.commit()
+
+    def kept() -> set[str]:
+        return {e.job for e in read_events(sqlite3.connect(store.path))}
+
+    # A job ending prunes down to [jobs] keep_journals = 2 finished jobs (itself the newest).
+    with JobRun(registry, store.path, EventBus(), "new-1", "eval", ["eval"], lambda: None, keep_journals=2):
+        pass
+    assert kept() == {"running-1", "old-3"}  # new-1 journaled nothing; old-1 and old-2 went
+    assert len(invoke("jobs", "list", home=home).output.split("old-1")) > 1, "its row stays listed"
+    attached = invoke("jobs", "attach", "old-1", home=home)
+    assert "no events are kept for this job" in attached.output and "keep_journals" in attached.output
+
+    pruned = invoke("jobs", "prune", "--keep", "1", home=home)
+    assert pruned.exit_code == 0
+    assert "pruned the journals of 1 finished job(s): 2 event(s) deleted" in pruned.output  # old-3
+    assert kept() == {"running-1"}  # never a running job's
+    assert invoke("jobs", "prune", "--keep", "0", home=home).output.startswith("pruned the journals of 0")

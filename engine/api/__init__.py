@@ -29,7 +29,17 @@ from engine.cluster.access import is_loopback
 from engine.cluster.status import NodeStatus
 from engine.config import DEFAULT_CONFIG_TOML, Config, ConfigError, load_config, load_preset
 from engine.config.paths import builtin_tasks_dir, resolve_paths
-from engine.jobs import JOB_ENV, JOB_STATUSES, CatchUp, EventTail, JobActivity, JournalEntry, RunnerJob, UnknownJob
+from engine.jobs import (
+    JOB_ENV,
+    JOB_STATUSES,
+    CatchUp,
+    EventTail,
+    JobActivity,
+    JournalEntry,
+    Pruned,
+    RunnerJob,
+    UnknownJob,
+)
 from engine.pipeline.evaluation import PipelineError
 from engine.pipeline.families import FamilyCell, FamilyRow
 from engine.pipeline.summary import StageOverSeeds
@@ -112,6 +122,7 @@ __all__ = [
     "PassEstimate",
     "RunComparison",
     "RunRecord",
+    "Pruned",
     "RunnerJob",
     "Runbook",
     "SCRIPTED_AGENTS",

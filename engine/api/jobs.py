@@ -16,6 +16,7 @@ from engine.jobs import (
     JobActivity,
     JobRegistry,
     JobRun,
+    Pruned,
     RunnerJob,
     job_activity,
     job_log,
@@ -91,7 +92,21 @@ class RunnerJobs:
         (WorkBusy tells others how to reach it)."""
         job_id = job_id or new_job_id(self._registry, kind)
         self.job_id = job_id
-        return JobRun(self._registry, self.store.path, self.bus, job_id, kind, command, self.cancel)
+        return JobRun(
+            self._registry,
+            self.store.path,
+            self.bus,
+            job_id,
+            kind,
+            command,
+            self.cancel,
+            keep_journals=self.config.jobs.keep_journals,
+        )
+
+    def prune_job_journals(self, keep: int | None = None) -> Pruned:
+        """Delete the journaled events of finished jobs but the newest `keep` (default: [jobs]
+        keep_journals; a job also does this as it ends)."""
+        return self._registry.prune_journals(self.config.jobs.keep_journals if keep is None else keep)
 
     def stop_runner_job(self, job_id: str) -> RunnerJob:
         """Ask the job's process to stop (SIGTERM: its running episodes end, its work resumes later)."""

@@ -138,6 +138,9 @@ eval_max_turns = @
 seed = @
 seeds = @                  # training seeds, each its own lineage (pipeline run --seeds 0,1,2); empty = [seed]
 
+[jobs]                     # runs as jobs: trsi-tui jobs list / attach / stop / prune
+keep_journals = @          # finished jobs whose events (shell streams included) are kept; 0 = all
+
 [tui]
 detach = @                 # work started from the TUI runs as a background job; quitting leaves it running
 

@@ -248,6 +248,13 @@ class ClusterConfig(_Section):
         return str(ip)
 
 
+class JobsConfig(_Section):
+    # Every runner job journals its events (shell streams included) so that any front end can
+    # follow or replay it; when a job ends, the journals of finished jobs older than the newest
+    # `keep_journals` are deleted (their rows in `jobs list` stay). 0 keeps every journal.
+    keep_journals: int = Field(20, ge=0)
+
+
 class TuiConfig(_Section):
     # Work started from the TUI (n, R, P, a task's oracle) runs in a background runner job the TUI
     # attaches to, so quitting the TUI leaves it running; false: it runs inside the TUI, as before.
@@ -262,6 +269,7 @@ class Config(_Section):
     eval: EvalConfig = EvalConfig()
     policy: PolicyConfig = PolicyConfig()
     cluster: ClusterConfig = ClusterConfig()
+    jobs: JobsConfig = JobsConfig()
     tui: TuiConfig = TuiConfig()
     rsr: RsrConfig = RsrConfig()
     rpr: RprConfig = RprConfig()

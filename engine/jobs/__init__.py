@@ -5,7 +5,8 @@
                   catch_up: a job's events so far, thinned for a follower that arrives late
     activity.py   job_activity: what a running job is doing now, and whether it waits for approval
     codec.py      an event as (type name, JSON) and back
-    registry.py   JobRegistry: the `runner_jobs` table (running, done, failed, stopped, interrupted)
+    registry.py   JobRegistry: the `runner_jobs` table (running, done, failed, stopped, interrupted);
+                  prune_journals: the events of all but the newest finished jobs
     runner.py     spawn (a command as a detached job), JobRun (the job's side, detached or in the
                   foreground: registration, journal, SIGTERM as a clean stop, the outcome),
                   request_stop, wait_ended
@@ -16,7 +17,7 @@ The tables are the store's (schema v8, engine/store/schema.py); engine.api is th
 from engine.jobs.activity import JobActivity, job_activity
 from engine.jobs.codec import EVENT_TYPES, UnknownEvent, decode, encode
 from engine.jobs.journal import CatchUp, EventJournal, EventTail, JournalEntry, catch_up, read_events
-from engine.jobs.registry import JOB_STATUSES, JobRegistry, JobStatus, RunnerJob, UnknownJob
+from engine.jobs.registry import JOB_STATUSES, JobRegistry, JobStatus, Pruned, RunnerJob, UnknownJob
 from engine.jobs.runner import JOB_ENV, JobRun, job_log, new_job_id, request_stop, spawn, wait_ended
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "JobRun",
     "JobStatus",
     "JournalEntry",
+    "Pruned",
     "RunnerJob",
     "UnknownEvent",
     "UnknownJob",

@@ -35,6 +35,12 @@ class RunnerJob:
         return self.status == "running"
 
 
+@dataclass(frozen=True)
+class Pruned:
+    jobs: int  # finished jobs whose journal was deleted
+    events: int
+
+
 class UnknownJob(KeyError):
     """No stored job has that id (or unique id prefix)."""
 
@@ -86,6 +92,22 @@ class JobRegistry:
                     self._d.db["runner_jobs"].update(
                         row["id"], {"status": "interrupted", "detail": f"{INTERRUPTED}; {after}"}
                     )
+
+    def prune_journals(self, keep: int) -> Pruned:
+        """Delete the journaled events of every finished job but the newest `keep` (0: none are
+        deleted). A running job's events are never touched, nor any job's row."""
+        if keep <= 0:
+            return Pruned(0, 0)
+        self.mark_dead()
+        with self._d.lock:
+            finished = self._d.rows(
+                "SELECT id FROM runner_jobs WHERE status != 'running' ORDER BY started_at DESC, rowid DESC"
+            )
+            counts = []
+            with self._d.db.atomic():
+                for row in finished[keep:]:
+                    counts.append(self._d.db.execute("DELETE FROM events WHERE job = ?", [row["id"]]).rowcount)
+        return Pruned(sum(1 for n in counts if n), sum(counts))
 
     def list(self, limit: int = 50) -> list[RunnerJob]:
         """The newest jobs first, each with its status as of now."""

@@ -14,9 +14,11 @@ and stopping it from anywhere.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -27,6 +29,8 @@ from engine.events import EventBus
 from engine.jobs.journal import EventJournal
 from engine.jobs.registry import JobRegistry, JobStatus, RunnerJob, UnknownJob
 from engine.store.schema import pid_alive
+
+log = logging.getLogger(__name__)
 
 JOB_ENV = "TRSI_JOB_ID"  # set in a detached job's environment: the id it runs as
 
@@ -76,8 +80,10 @@ class JobRun:
         kind: str,
         command: list[str],
         cancel: Callable[[], None],
+        keep_journals: int = 0,
     ) -> None:
         self.registry, self.database, self.bus = registry, database, bus
+        self.keep_journals = keep_journals  # [jobs] keep_journals: pruned once this job has ended
         self.id, self.kind, self.command, self._cancel = job_id, kind, command, cancel
         self.detail = ""  # how it went, set by the command (`note`)
         self.stop_requested = False
@@ -118,6 +124,13 @@ class JobRun:
         if self._journal is not None:
             self._journal.close()  # every event is stored before the status says the job ended
         self.registry.finish(self.id, status, detail)
+        try:
+            pruned = self.registry.prune_journals(self.keep_journals)
+        except sqlite3.Error as exc:  # the job's outcome is stored; a prune can wait for the next job
+            log.warning("could not prune old job journals: %s", exc)
+        else:
+            if pruned.events:
+                log.info("pruned the journals of %d finished jobs (%d events)", pruned.jobs, pruned.events)
         return False
 
     def outcome(self, exc: BaseException | None) -> tuple[JobStatus, str]:

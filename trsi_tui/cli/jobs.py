@@ -1,5 +1,6 @@
 """`trsi-tui jobs`: runs of `pipeline run`, `eval`, `rsr run` and `rpr run` (runner jobs: detached,
-started from the TUI, or in the foreground of a terminal): list them, follow one, stop one."""
+started from the TUI, or in the foreground of a terminal): list them, follow one, stop one, prune
+the journals of old ones."""
 
 from __future__ import annotations
 
@@ -128,10 +129,12 @@ def jobs_attach(ctx: click.Context, job_id: str, shell: bool) -> None:
     )
     printers = [stage_printer(), progress_printer(), _runbook_line] + ([_shell_lines] if shell else [])
     tail = engine.runner_job_events(job.id)
+    seen = 0
     try:
         while True:
             job = engine.runner_job(job.id)  # its status before its events: the last ones come before the end
             for entry in tail.poll():
+                seen += 1
                 for show in printers:
                     show(entry.event)
             if not job.running:
@@ -142,9 +145,30 @@ def jobs_attach(ctx: click.Context, job_id: str, shell: bool) -> None:
         return
     finally:
         tail.close()
+    if not seen and not job.running:
+        out.print(
+            "no events are kept for this job: the journals of finished jobs older than the newest"
+            f" {engine.config.jobs.keep_journals} are pruned ([jobs] keep_journals)"
+        )
     out.print(_ended(job))
     if job.status != "done":
         ctx.exit(1)
+
+
+@jobs.command("prune")
+@click.option(
+    "--keep",
+    type=click.IntRange(0),
+    default=None,
+    help="Finished jobs whose journals are kept, newest first (default: [jobs] keep_journals; 0 keeps all).",
+)
+@click.pass_context
+def jobs_prune(ctx: click.Context, keep: int | None) -> None:
+    """Delete the journaled events (progress, shell streams) of finished jobs older than the newest
+    --keep. Running jobs and every job's row in `jobs list` stay; episodes, steps and results are
+    stored apart and are never touched. A job does this by itself as it ends."""
+    pruned = engine_of(ctx).prune_job_journals(keep)
+    out.print(f"pruned the journals of {pruned.jobs} finished job(s): {pruned.events} event(s) deleted")
 
 
 def _runbook_line(event: Event) -> None:
