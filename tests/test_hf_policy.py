@@ -3,6 +3,7 @@ LoRA adapters, and a real episode."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -55,6 +56,23 @@ def test_sampling_is_exact_and_reproducible(hf):
         # Cached and uncached forward passes differ by float32 rounding (about 1e-3), no more.
         assert abs(float(fresh[tok]) - lp) < 5e-3
         assert int(fresh.argmax()) == tok
+
+
+def test_min_p_sampling_draws_only_tokens_above_it_and_records_the_whole_softmax(hf):
+    import torch
+
+    msgs = [{"role": "user", "content": PROMPTS[0]}]
+    hf.min_p = 0.3
+    try:
+        gen = hf.generate(msgs, max_tokens=10, temperature=1.5, seed=5)
+    finally:
+        hf.min_p = 0.0
+    prompt = hf.tokenize_chat(msgs, add_generation_prompt=True)
+    for i, (tok, lp) in enumerate(zip(gen.token_ids, gen.logprobs)):
+        row = hf.next_token_logprobs(prompt + list(gen.token_ids[:i]))  # T = 1
+        assert float(row[tok]) >= float(row.max()) + math.log(0.3) - 5e-3, f"token {i} is below min-p"
+        whole = torch.log_softmax(torch.log_softmax(row, dim=-1) / 1.5, dim=-1)  # softmax(logits / T)
+        assert abs(float(whole[tok]) - lp) < 5e-3
 
 
 def test_next_token_distributions_match_llama_cpp(hf, gguf):

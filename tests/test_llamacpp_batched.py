@@ -364,3 +364,35 @@ def test_an_openmp_build_is_named_in_the_log_once(monkeypatch, caplog):
         llamacpp_chat.warn_if_openmp.cache_clear()
     warnings = [r.getMessage() for r in caplog.records if "OpenMP build" in r.getMessage()]
     assert len(warnings) == 1 and "GGML_OPENMP=OFF" in warnings[0]
+
+
+def test_min_p_never_draws_a_token_below_its_threshold_and_records_the_whole_softmax():
+    """[policy] min_p: with min_p 0.2, a token less than a fifth as likely as the likeliest (at
+    T = 1) is never drawn, however hot the temperature; the log-prob recorded is still that of
+    the whole softmax(logits / T), the distribution the trainers compute."""
+    from engine.policy.llamacpp_chat import log_softmax
+    from engine.policy.llamacpp_scheduler import sample_token
+
+    logits = np.log(np.array([0.5, 0.3, 0.12, 0.05, 0.03]))  # kept at 0.2: those >= 0.1, the first three
+    rng = np.random.default_rng(0)
+    drawn = {sample_token(logits, 2.0, rng, 0.2)[0] for _ in range(2000)}
+    assert drawn == {0, 1, 2}
+    everything = {sample_token(logits, 2.0, rng, 0.0)[0] for _ in range(2000)}
+    assert everything == {0, 1, 2, 3, 4}  # without min-p the tail is drawn too
+    token, logprob = sample_token(logits, 2.0, rng, 0.2)
+    assert logprob == pytest.approx(log_softmax(logits, 2.0)[token])
+    assert sample_token(logits, 0.0, rng, 0.2)[0] == 0  # greedy is greedy
+
+
+def test_a_policy_loaded_with_min_p_samples_only_tokens_above_it(policy):
+    hot = load_policy("bundled:smollm2-135m", n_ctx=1024, instances=1, sequences=1, min_p=0.3)
+    try:
+        prompt = prompt_for(hot, TASKS[0])
+        gen = hot.generate_ids(prompt, max_tokens=12, temperature=1.5, seed=4)
+        cold = policy.generate_ids(prompt, max_tokens=12, temperature=1.5, seed=4)
+        for i, token in enumerate(gen.token_ids):
+            row = hot.next_token_logprobs(prompt + list(gen.token_ids[:i]))  # T = 1
+            assert row[token] >= row.max() + np.log(0.3) - 1e-6, f"token {i} is below min-p"
+        assert gen.token_ids != cold.token_ids  # the same seed without min-p draws otherwise
+    finally:
+        hot.close()

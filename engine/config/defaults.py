@@ -45,6 +45,7 @@ llama_backend = @          # GGUF models: one llama.cpp context, episodes decode
 sequences = @              # at most this many episodes decode in one batch
 max_reply_tokens = @       # the most tokens one model reply may have
 gguf_weights = @           # GGUF weights served as the file has them, or re-encoded as "q8_0"
+min_p = @                  # never draw a token less likely than min_p x the likeliest; 0 = whole vocabulary
 
 [cluster]                  # where episodes run (docs/cluster.md)
 engine = @                 # local (threads of this process) or ray (actors on a Ray cluster)

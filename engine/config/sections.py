@@ -50,6 +50,11 @@ class PolicyConfig(_Section):
     # GGUF models are served from their weights re-encoded in this type ("as-is": the file's own).
     # Q8_0 goes through llama.cpp's tiled matrix kernels, Q4_1 does not (docs/agents.md).
     gguf_weights: Literal["as-is", "q8_0"] = "as-is"
+    # Min-p sampling: a token less likely than `min_p` times the most likely one (at T = 1) is never
+    # drawn; 0 draws from the whole vocabulary. Every sampled episode uses it (eval, RSR, RPR).
+    # Recorded log-probs stay those of the whole softmax(logits / T), the distribution the trainers
+    # compute, so PPO's ratio starts at 1; docs/agents.md says what the truncation changes.
+    min_p: float = Field(0.0, ge=0.0, lt=1.0)
 
 
 class EvalConfig(_Section):

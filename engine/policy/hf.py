@@ -8,6 +8,7 @@ semantics as the llama.cpp backend.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from pathlib import Path
@@ -18,7 +19,14 @@ from engine.policy.base import END_OF_TURN_MARKERS, Generation, LocalPolicy, Mes
 
 class TransformersPolicy(LocalPolicy):
     def __init__(
-        self, target: str, *, adapter: str | None = None, load_4bit: bool = False, n_ctx: int = 4096, name: str = ""
+        self,
+        target: str,
+        *,
+        adapter: str | None = None,
+        load_4bit: bool = False,
+        n_ctx: int = 4096,
+        name: str = "",
+        min_p: float = 0.0,
     ) -> None:
         try:
             import torch
@@ -27,6 +35,7 @@ class TransformersPolicy(LocalPolicy):
             raise PolicyError("the transformers backend needs torch and transformers: pip install '.[hf]'") from None
         quiet_libraries()
         self.name = name or f"hf:{target}"
+        self.min_p = min_p  # [policy] min_p (engine/policy/llamacpp_chat.min_p_keep: the same rule)
         path = Path(target).expanduser()
         source, extra = target, {}
         if path.is_file() and path.suffix == ".gguf":
@@ -111,7 +120,10 @@ class TransformersPolicy(LocalPolicy):
                 scaled = logits / temperature if temperature > 0 else logits
                 logp = torch.log_softmax(scaled, dim=-1)
                 if temperature > 0:
-                    token = int(torch.multinomial(logp.exp(), 1, generator=generator))
+                    probs = logp.exp()
+                    if self.min_p > 0:  # min-p at T = 1, as llama.cpp's sampler and min_p_keep do
+                        probs = torch.where(logits >= logits.max() + math.log(self.min_p), probs, 0.0)
+                    token = int(torch.multinomial(probs, 1, generator=generator))
                 else:
                     token = int(torch.argmax(logp))
                 ids.append(token)

@@ -47,7 +47,9 @@ class LlamaCppPolicy(GgufChat):
         threads: int | None = None,
         instances: int = 1,
         lora: Path | None = None,
+        min_p: float = 0.0,
     ) -> None:
+        self.min_p = min_p  # [policy] min_p, applied by llama.cpp's own min-p sampler
         # The contexts decode at the same time, so they share the thread budget (the machine's
         # cores by default): llama.cpp's threads spin while they wait for each other, and more
         # threads than cores leave them spinning through each other's time slices.
@@ -107,7 +109,14 @@ class LlamaCppPolicy(GgufChat):
             # No reset(): generate() keeps the KV cache of the longest prefix shared with the previous
             # call (an episode's buffer only grows) and always re-evaluates the last prompt token.
             for token in llm.generate(
-                prompt, temp=temperature, top_k=0, top_p=1.0, min_p=0.0, typical_p=1.0, repeat_penalty=1.0, reset=True
+                prompt,
+                temp=temperature,
+                top_k=0,
+                top_p=1.0,
+                min_p=self.min_p,
+                typical_p=1.0,
+                repeat_penalty=1.0,
+                reset=True,
             ):
                 # At yield time the context's last logits are the row this token was sampled from
                 # (llama-cpp-python keeps no Python copy unless logits_all, which costs memory).

@@ -59,7 +59,9 @@ class BatchedLlamaCppPolicy(GgufChat):
         slots: int = 2,
         sequences: int = 8,
         lora: Path | None = None,
+        min_p: float = 0.0,
     ) -> None:
+        self.min_p = min_p  # [policy] min_p: every request samples with it
         # This Llama is the tokenizer and owns the weights; its own context is tiny and unused.
         super().__init__(path, name=name, n_ctx=n_ctx, llama_params=dict(n_ctx=64, n_batch=64, n_threads=1))
         llm = self._llm
@@ -110,7 +112,13 @@ class BatchedLlamaCppPolicy(GgufChat):
         if bad is not None:
             raise PolicyError(f"prompt token id {bad} is outside the vocabulary (0..{self._n_vocab - 1})")
         return Request(
-            list(prompt), budget, temperature, np.random.default_rng(seed), stop_at, frozenset(self._stop_ids)
+            list(prompt),
+            budget,
+            temperature,
+            np.random.default_rng(seed),
+            stop_at,
+            frozenset(self._stop_ids),
+            min_p=self.min_p,
         )
 
     def _wait(self, req: Request) -> None:

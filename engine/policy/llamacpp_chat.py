@@ -143,6 +143,16 @@ def common_prefix(a, b) -> int:
     return n
 
 
+def min_p_keep(logits, min_p: float) -> np.ndarray | None:
+    """Which tokens min-p sampling may draw: those at least `min_p` times as likely as the likeliest
+    at T = 1 (logit >= top + log min_p), as llama.cpp's min-p sampler keeps them; None when min_p is
+    0 (all of them)."""
+    if min_p <= 0:
+        return None
+    raw = np.asarray(logits, dtype=np.float64)
+    return raw >= float(raw.max()) + math.log(min_p)
+
+
 def log_softmax(logits, temperature: float) -> np.ndarray:
     """log softmax(logits / T) in float64; T = 0 (greedy) is scored under the raw softmax."""
     scaled = np.asarray(logits, dtype=np.float64)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.policy.base import PolicyError, StopAt
-from engine.policy.llamacpp_chat import common_prefix, log_softmax
+from engine.policy.llamacpp_chat import common_prefix, log_softmax, min_p_keep
 from engine.policy.llamacpp_context import N_BATCH, BatchContext
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,7 @@ class Request:
     rng: np.random.Generator
     stop_at: StopAt
     stop_ids: frozenset[int]
+    min_p: float = 0.0
     pending: list[int] = field(default_factory=list)  # prompt tokens not yet in the KV cache
     ids: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -59,12 +60,19 @@ class Slot:
     last_used: float = 0.0
 
 
-def sample_token(logits: np.ndarray, temperature: float, rng: np.random.Generator) -> tuple[int, float]:
-    """A token drawn from softmax(logits / T) and its log-probability under it (argmax at T = 0,
-    scored under the raw softmax)."""
+def sample_token(
+    logits: np.ndarray, temperature: float, rng: np.random.Generator, min_p: float = 0.0
+) -> tuple[int, float]:
+    """A token drawn from softmax(logits / T), among those min-p keeps (`min_p_keep`), and its
+    log-probability under the whole softmax(logits / T), the distribution the trainers compute
+    (argmax at T = 0, scored under the raw softmax)."""
     logp = log_softmax(logits, temperature)
     if temperature > 0:
-        cdf = np.cumsum(np.exp(logp))
+        probs = np.exp(logp)
+        keep = min_p_keep(logits, min_p)
+        if keep is not None:
+            probs = np.where(keep, probs, 0.0)
+        cdf = np.cumsum(probs)
         token = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(cdf) - 1)
     else:
         token = int(np.argmax(logp))
@@ -260,7 +268,7 @@ class Scheduler:
             logits = self.cx.logits(row)
             if req.want_row:
                 req.row = log_softmax(logits, req.temperature or 1.0)
-            token, logprob = sample_token(logits, req.temperature, req.rng)
+            token, logprob = sample_token(logits, req.temperature, req.rng, req.min_p)
             req.ids.append(token)
             req.logprobs.append(logprob)
             if token in req.stop_ids:

@@ -14,13 +14,14 @@ from engine.policy.base import Generation, Messages, PolicyError, Seed, Tools
 
 
 class OpenAIPolicy:
-    def __init__(self, base_url: str, model: str, *, timeout: float = 300.0) -> None:
+    def __init__(self, base_url: str, model: str, *, timeout: float = 300.0, min_p: float = 0.0) -> None:
         try:
             from openai import OpenAI
         except ImportError:
             raise PolicyError("the OpenAI-compatible backend needs the openai package: pip install openai") from None
         self.name = f"openai:{base_url}#{model}"
         self.model = model
+        self.min_p = min_p  # sent as `min_p` (llama.cpp's server and vLLM read it; others ignore it)
         self._client = OpenAI(
             base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "not-needed"), timeout=timeout, max_retries=1
         )
@@ -42,6 +43,8 @@ class OpenAIPolicy:
         }
         if seed is not None:
             kwargs["seed"] = seed
+        if self.min_p > 0:
+            kwargs["extra_body"] = {"min_p": self.min_p}
         if tools:
             kwargs["tools"] = tools
         try:

@@ -76,6 +76,7 @@ def load_policy(
     sequences: int = 8,
     weights: str = "as-is",
     name: str | None = None,
+    min_p: float = 0.0,
 ) -> Policy:
     """`instances`: concurrent episodes the policy serves. For GGUF models, `llama_backend`
     "batched" (the default) serves them as sequences of one llama.cpp context, at most
@@ -83,21 +84,22 @@ def load_policy(
     `weights` ("as-is", "q8_0"): GGUF models are served from a copy of their weights
     re-encoded in that type and cached (engine/policy/gguf_weights.py says why).
     `name` (what episodes record as their model) defaults to the spec: a cluster worker serving
-    its own copy of the head's files keeps the head's name."""
+    its own copy of the head's files keeps the head's name. `min_p`: tokens less likely than
+    min_p x the likeliest (at T = 1) are never sampled ([policy] min_p)."""
     spec = parse_model_spec(spec) if isinstance(spec, str) else spec
     name = name or str(spec)
     if spec.kind == "openai":
         from engine.policy.openai_compat import OpenAIPolicy
 
         url, _, model = spec.target.partition("#")
-        return OpenAIPolicy(url, model)
+        return OpenAIPolicy(url, model, min_p=min_p)
     if spec.kind == "hf":
         from engine.policy.hf import TransformersPolicy
 
         base, *options = spec.target.split("+")
         adapter = next((o[len("adapter=") :] for o in options if o.startswith("adapter=")), None)
         return TransformersPolicy(
-            resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=name
+            resolve_hf_base(base), adapter=adapter, load_4bit="4bit" in options, n_ctx=n_ctx, name=name, min_p=min_p
         )
     from engine.policy.bundled import bundled_model_path
     from engine.policy.llamacpp import LlamaCppPolicy
@@ -111,13 +113,15 @@ def load_policy(
 
         path = reencoded_gguf(path, weights, resolve_paths().cache_dir / "models")
     if llama_backend == "instances":
-        return LlamaCppPolicy(path, name=name, n_ctx=n_ctx, threads=threads, instances=instances, lora=lora)
+        return LlamaCppPolicy(
+            path, name=name, n_ctx=n_ctx, threads=threads, instances=instances, lora=lora, min_p=min_p
+        )
     if llama_backend != "batched":
         raise PolicyError(f"unknown llama.cpp backend {llama_backend!r} (batched or instances)")
     from engine.policy.llamacpp_batched import BatchedLlamaCppPolicy
 
     return BatchedLlamaCppPolicy(
-        path, name=name, n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora
+        path, name=name, n_ctx=n_ctx, threads=threads, slots=instances, sequences=sequences, lora=lora, min_p=min_p
     )
 
 
@@ -139,6 +143,7 @@ def load_configured_policy(
         sequences=settings.sequences,
         weights=settings.gguf_weights,
         name=name,
+        min_p=settings.min_p,
     )
 
 
