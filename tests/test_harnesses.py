@@ -148,6 +148,18 @@ def test_fenced_bash_reports_what_is_missing():
     h = get_harness("fenced-bash")
     assert "no ```bash code block" in h.parse("I would copy the file.").error
     assert "not closed" in h.parse("```bash\nls /app").error
+
+
+@pytest.mark.parametrize("name", ["fenced-bash", "fenced-bash-plain", "fenced-bash-primed", "fenced-bash-turns"])
+def test_a_code_block_of_comments_only_is_refused_and_a_command_with_comments_runs(name: str):
+    h = get_harness(name)
+    for reply in ("```bash\n# count the lines first\n```", "```bash\n#!/bin/bash\n\n  # then sort\n```"):
+        action = h.parse(reply)
+        assert not action.commands and not action.done
+        assert "only comments" in action.error
+        assert "only comments" in h.observation(Turn(parse_error=action.error))
+    action = h.parse("```bash\n# count them\nwc -l < /app/a.txt > /app/n.txt\n```")
+    assert [c.keystrokes for c in action.commands] == ["# count them\nwc -l < /app/a.txt > /app/n.txt"]
     assert "DONE" in h.format_reminder()
 
 

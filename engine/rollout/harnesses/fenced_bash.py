@@ -49,6 +49,9 @@ Reply: DONE"""
 _SUDO = re.compile(r"^(\s*)sudo\s+(?:-\S+\s+)*")
 
 
+COMMENTS_ONLY = "the code block holds only comments (lines starting with #): write the command itself"
+
+
 def _clean(block: str) -> str:
     """Shell-prompt markers go; so does a leading sudo: sandboxes have no sudo, and the agent
     already has the rights the task needs, so `sudo cp a b` means `cp a b`."""
@@ -84,7 +87,12 @@ class FencedBash(Harness):
     def parse(self, text: str, tool_calls: list[dict] | None = None) -> Action:
         match = _FENCE.search(text)
         if match and _clean(match.group(1)):
-            return Action((Command(_clean(match.group(1))),), False)
+            command = _clean(match.group(1))
+            if all(line.lstrip().startswith("#") for line in command.splitlines() if line.strip()):
+                # Run, it prints nothing and reads as a step that worked; and in an SFT sample a
+                # refused reply carries no loss, so a success is not taught to open with notes.
+                return Action(error=COMMENTS_ONLY)
+            return Action((Command(command),), False)
         if _DONE.search(text):
             return Action((), True)
         if "```" in text:
