@@ -401,9 +401,7 @@ def test_a_second_writer_is_refused_naming_the_job_that_holds_the_data_dir(tmp_p
 
 
 # -- pruning old journals ---------------------------------------------------------------------------
-def test_old_journals_are_pruned_as_a_job_ends_and_by_jobs_prune_keeping_running_jobs_and_every_row(
-    tmp_path: Path,
-):
+def test_old_journals_are_pruned_as_a_job_ends_and_by_jobs_prune_keeping_running_jobs_and_every_row(tmp_path: Path):
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text("[jobs]\nkeep_journals = 2\n")
