@@ -176,6 +176,12 @@ class Sandbox(ABC):
     def alive(self) -> bool: ...
 
     @property
+    def stopped(self) -> bool:
+        """Whether stop() has been called on it: the engine ending its episode (a stop request).
+        A flag, unlike `alive`, which may ask the backend: an agent checks it between tokens."""
+        return bool(getattr(self, "_stopped", False))
+
+    @property
     def workdir(self) -> str:
         """Where the agent's shell starts (an image may set its own)."""
         return self.spec.workdir

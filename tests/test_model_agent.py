@@ -398,3 +398,41 @@ def test_a_stop_before_any_command_is_refused_fed_back_and_never_trained_on(poli
     )
     trained = [t for t, m in zip(sample.ids, sample.mask) if m]
     assert trained == [*r.steps[1].token_ids, *r.steps[2].token_ids]
+
+
+def test_a_stop_request_ends_the_reply_being_sampled_and_the_episode(policy):
+    """`jobs stop` stops an episode's sandbox; the reply being sampled then ends at its next
+    token (on a loaded CPU a reply takes tens of seconds) and no further turn starts."""
+    import time
+
+    class StoppedBox:  # what the agent touches of a sandbox
+        stopped = False
+
+        def run(self, command, timeout):
+            raise AssertionError("no command runs once the sandbox is stopped")
+
+    box, calls = StoppedBox(), []
+
+    class Sampling:
+        name = "sampling"
+        stop_ids = policy.stop_ids
+        supports_stop_at = True
+
+        def tokenize_chat(self, *a, **kw):
+            return policy.tokenize_chat(*a, **kw)
+
+        def tokenize_text(self, text):
+            return policy.tokenize_text(text)
+
+        def generate_ids(self, ids, *, max_tokens, temperature, seed=None, stop_at=None):
+            calls.append(len(ids))
+            g = policy.generate_ids(ids, max_tokens=1, temperature=0.0)
+            assert stop_at is not None and not stop_at("wc -l")  # the action is not complete yet
+            box.stopped = True  # the run is stopped while this reply is being sampled
+            assert stop_at("wc -l"), "the sampler is told to end the reply at once"
+            tokens = tuple(policy.tokenize_text("wc -l"))
+            return type(g)("wc -l", tokens, tuple([-0.1] * len(tokens)), len(ids), "action")
+
+    agent = ModelAgent(Sampling(), get_harness("fenced-bash-turns"), max_turns=3)
+    run = agent.act(load_task(EXAMPLE_TASK), box, time.monotonic() + 60)
+    assert run.stop_reason == "stopped" and run.steps == [] and len(calls) == 1

@@ -18,7 +18,7 @@ from sandboxes import Sandbox
 class AgentRun:
     steps: list[AgentStep] = field(default_factory=list)
     timed_out: bool = False
-    # done, turn_limit, token_budget, context_full, agent_timeout (model agents)
+    # done, turn_limit, token_budget, context_full, agent_timeout, stopped (model agents)
     stop_reason: str = ""
     # The episode's token buffer (model agents): ids and the mask of sampled tokens.
     token_ids: list[int] = field(default_factory=list)

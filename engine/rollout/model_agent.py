@@ -104,6 +104,9 @@ class ModelAgent:
         )
         used = 0  # tokens in context so far, for remote policies
         for turn in range(self.max_turns):
+            if sandbox.stopped:  # the run is stopping (jobs stop, ctrl+c): no more replies
+                run.stop_reason = "stopped"
+                break
             left = deadline - time.monotonic()
             if left <= 0:
                 run.timed_out, run.stop_reason = True, "agent_timeout"
@@ -120,8 +123,10 @@ class ModelAgent:
             seed = None if self.seed is None else self.seed * 1000 + turn
             max_tokens = min(self.max_reply_tokens, room)
             # Sampling stops where the harness's action ends: tokens after it would never be read.
+            # A stop request ends the reply being sampled too (a reply takes tens of seconds on a
+            # loaded CPU), so that a stopping run need not wait for it.
             stop = (
-                {"stop_at": lambda text, opened=prefix: self.harness.action_complete(opened + text)}
+                {"stop_at": lambda text, opened=prefix: sandbox.stopped or self.harness.action_complete(opened + text)}
                 if getattr(self.policy, "supports_stop_at", False)
                 else {}
             )
@@ -143,6 +148,9 @@ class ModelAgent:
                         + (f" ({self.policy.n_ctx} tokens)" if hasattr(self.policy, "n_ctx") else "")
                     )
                 run.stop_reason = "context_full"
+                break
+            if sandbox.stopped:
+                run.stop_reason = "stopped"
                 break
             buf.add_sampled(gen.token_ids)
             reply = prefix + gen.text
