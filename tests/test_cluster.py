@@ -348,10 +348,11 @@ def test_docker_sandboxes_run_on_the_nodes_that_have_docker(cluster, tmp_path):
 
 
 @needs_auth
-def test_a_detached_job_on_the_cluster_is_the_driver_on_the_head_that_jobs_and_the_tui_follow(cluster, tmp_path):
-    """`eval --cluster ADDRESS --detach`: the background runner on the head machine drives the
-    cluster; its episodes run on both nodes and their events reach the head's journal, which
-    `jobs attach` (and so an attached TUI) follows."""
+def test_a_detached_job_on_the_cluster_is_the_driver_on_the_head_that_jobs_and_the_tui_follow(tmp_path):
+    """`eval --cluster local --detach`: the background runner is the cluster's head and drives it
+    (a cluster of its own: the module's nodes already serve this process's engines, and one run
+    at a time uses a cluster's workers); its episodes run on the cluster's worker and their
+    events reach the head's journal, which `jobs attach` (and so an attached TUI) follows."""
     import sqlite3
 
     from engine.jobs import read_events
@@ -359,7 +360,7 @@ def test_a_detached_job_on_the_cluster_is_the_driver_on_the_head_that_jobs_and_t
 
     home = tmp_path / "head-home"
     chosen = ("copy-file-1", "count-lines-1", "sort-unique-1", "write-file-1")
-    args = ["eval", "--agent", "oracle", "--cluster", cluster.address, *(a for t in chosen for a in ("--task", t))]
+    args = ["eval", "--agent", "oracle", "--cluster", "local", *(a for t in chosen for a in ("--task", t))]
     started = _detach(home, *args)
     assert started.returncode == 0, started.stdout + started.stderr
     (job,) = _jobs(home).values()

@@ -428,7 +428,9 @@ def test_old_journals_are_pruned_as_a_job_ends_and_by_jobs_prune_keeping_running
     assert kept() == {"running-1", "old-3"}  # new-1 journaled nothing; old-1 and old-2 went
     assert len(invoke("jobs", "list", home=home).output.split("old-1")) > 1, "its row stays listed"
     attached = invoke("jobs", "attach", "old-1", home=home)
-    assert "no events are kept for this job" in attached.output and "keep_journals" in attached.output
+    assert "no events are kept for this job" in attached.output and "([jobs] keep_journals)" in attached.output
+    # A recent job that journaled nothing is not said to be pruned.
+    assert "this job journaled no events" in invoke("jobs", "attach", "new-1", home=home).output
 
     pruned = invoke("jobs", "prune", "--keep", "1", home=home)
     assert pruned.exit_code == 0

@@ -146,10 +146,7 @@ def jobs_attach(ctx: click.Context, job_id: str, shell: bool) -> None:
     finally:
         tail.close()
     if not seen and not job.running:
-        out.print(
-            "no events are kept for this job: the journals of finished jobs older than the newest"
-            f" {engine.config.jobs.keep_journals} are pruned ([jobs] keep_journals)"
-        )
+        out.print(_no_events(engine, job))
     out.print(_ended(job))
     if job.status != "done":
         ctx.exit(1)
@@ -169,6 +166,18 @@ def jobs_prune(ctx: click.Context, keep: int | None) -> None:
     stored apart and are never touched. A job does this by itself as it ends."""
     pruned = engine_of(ctx).prune_job_journals(keep)
     out.print(f"pruned the journals of {pruned.jobs} finished job(s): {pruned.events} event(s) deleted")
+
+
+def _no_events(engine, job: RunnerJob) -> str:
+    """Why a finished job shows no events: its journal was pruned, or it wrote none."""
+    keep = engine.config.jobs.keep_journals
+    newest = [j.id for j in engine.runner_jobs(keep + 100) if not j.running][:keep]
+    if keep and job.id not in newest:
+        return (
+            f"no events are kept for this job: the journals of finished jobs older than the newest {keep}"
+            " are pruned (\\[jobs] keep_journals)"
+        )
+    return "this job journaled no events"
 
 
 def _runbook_line(event: Event) -> None:
