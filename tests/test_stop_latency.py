@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, RprConfig, RsrConfig
+from engine.config import Config, RsrConfig
 from engine.config.sections import SftSection
 from engine.events import EventBus, RprProgress, TrainingStep
 from engine.policy.base import Generation
 from engine.store import Store
 from engine.store.records import Provenance, Sample
 from tests.conftest import write_task
+from tests.test_rpr_stage import settings as rpr_settings
 
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
@@ -164,20 +165,7 @@ def _stage(tmp_path: Path, store: Store, real_policy, stop, bus: EventBus):
         should_stop=stop,
         policy_loader=lambda spec: long_script(real_policy),
     )
-    settings = RprConfig(
-        harness="xml-bash",
-        rounds=1,
-        critic_warmup_rounds=0,
-        tasks_per_round=1,
-        episodes_per_task=2,
-        probe_tasks=0,
-        split="",
-        max_turns=1,
-        ppo_epochs=1,
-        load_4bit=False,
-        rank=4,
-        alpha=8,
-    )
+    settings = rpr_settings(critic_warmup_rounds=0, probe_tasks=0)
     return RprStage(ctx, number=1, model=MODEL, settings=settings)
 
 
