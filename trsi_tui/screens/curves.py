@@ -14,11 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header
+from textual.widgets import DataTable, Header
 from textual_plotext import PlotextPlot
 
 from engine.api import CurveRun, RunCurvesUpdate, StagePasses
 from trsi_tui.loading import LiveStoreView
+from trsi_tui.widgets.footer import SteadyFooter
 
 REFRESH_S = 3.0
 
@@ -42,7 +43,7 @@ class CurvesScreen(LiveStoreView, Screen):
                 yield PlotextPlot(id="reward")
                 yield PlotextPlot(id="training")
                 yield PlotextPlot(id="stages")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#runs", DataTable).add_columns("run", "kind", "agent")

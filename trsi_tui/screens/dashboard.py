@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual_plotext import PlotextPlot
 
 from engine.api import DashboardView, RolloutCurve
@@ -17,6 +17,7 @@ from trsi_tui.loading import LiveStoreView
 from trsi_tui.messages import JobChanged
 from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, cluster_line, run_row, seed_rows, stage_rows
 from trsi_tui.safe_text import markup as escape
+from trsi_tui.widgets.footer import SteadyFooter
 
 CLUSTER_EVERY_S = 5.0
 
@@ -39,7 +40,7 @@ class DashboardScreen(LiveStoreView, Screen):
             yield Static("", id="cluster")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         stages = self.query_one("#stages", DataTable)

@@ -11,12 +11,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Select, Static, TextArea
+from textual.widgets import DataTable, Header, Input, Select, Static, TextArea
 
 from engine.api import Runbook
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
+from trsi_tui.widgets.footer import SteadyFooter
 
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
@@ -47,7 +48,7 @@ class RunbooksScreen(LiveStoreView, Screen):
                 yield TextArea("", id="text", read_only=True, language="markdown", show_line_numbers=False)
                 yield Static("", id="review")
                 yield Input(placeholder="note for approve/reject (optional)", id="note")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#runbooks", DataTable).add_columns("id", "task", "round", "status", "leak", "reviewer")

@@ -11,9 +11,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from trsi_tui.messages import LiveChanged
+from trsi_tui.widgets.footer import SteadyFooter
 from trsi_tui.widgets.shell_pane import ShellPane
 
 
@@ -29,7 +30,7 @@ class SandboxesScreen(Screen):
         yield Static("", id="progress")
         yield Grid(id="panes")
         yield Static("No episodes yet. Press n to start a run.", id="empty")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.reconcile()

@@ -15,11 +15,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Markdown, Select, Static
+from textual.widgets import DataTable, Header, Markdown, Select, Static
 
 from engine.api import EvalRequest, Suite, SuiteOverview, Task, TaskDetail, TaskStatus, builtin_tasks_dir
 from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup, one_line, printable
+from trsi_tui.widgets.footer import SteadyFooter
 
 
 class TasksScreen(StoreLoader, Screen):
@@ -51,7 +52,7 @@ class TasksScreen(StoreLoader, Screen):
                 yield Static("Validation", classes="title")
                 yield Static("", id="validation")
         yield Static("", id="suite-errors")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#tasks", DataTable).add_columns("task", "split", "difficulty", "valid", "pass est.")

@@ -7,10 +7,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+from textual.widgets import DataTable, Header, Input, Select, Static
 
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.screens.trajectory import TrajectoryScreen
+from trsi_tui.widgets.footer import SteadyFooter
 
 OUTCOMES = [("all outcomes", "all"), ("passed", "passed"), ("failed", "failed"), ("infra errors", "infra")]
 
@@ -30,7 +31,7 @@ class TrajectoriesScreen(LiveStoreView, Screen):
             yield Select(OUTCOMES, value="all", allow_blank=False, id="outcome")
         yield DataTable(id="episodes", cursor_type="row", zebra_stripes=True)
         yield Static("", id="count")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#episodes", DataTable).add_columns(

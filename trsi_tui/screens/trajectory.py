@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from engine.api import AgentStep, EpisodeDetail
 from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import one_line
+from trsi_tui.widgets.footer import SteadyFooter
 
 
 class TrajectoryScreen(StoreLoader, Screen):
@@ -40,7 +41,7 @@ class TrajectoryScreen(StoreLoader, Screen):
             with VerticalScroll(id="step"):
                 yield Static("", id="step-detail")
         yield Static("", id="final")
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         engine, episode_id = self.app.engine, self.episode_id
