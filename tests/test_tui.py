@@ -346,6 +346,42 @@ async def test_eight_panes_streaming_flat_out_are_batched_to_at_most_60_redraws_
         bus.emit(RunFinished("r", 0.0, 0))
 
 
+async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_end(tmp_path: Path):
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("2")
+        bus = app.engine.bus
+        bus.emit(RunStarted("r", "eval", 2))
+        for i in range(2):
+            bus.emit(EpisodeStarted("r", f"ep{i}", f"task-{i}", "oracle"))
+
+        def write(lines: range) -> None:
+            for n in lines:
+                bus.emit(SandboxOutput("ep0", "agent", "output", f"line {n}\n"))
+
+        write(range(200))
+        await wait_until(pilot, lambda: "ep0" in app.live.panes and app.live.panes["ep0"].buffer.line_count == 200)
+        await pilot.pause()
+        pane = app.screen.query_one("#pane-ep0", ShellPane)
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        pane.focus()
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert not pane.follow and "scrolled back" in str(pane.border_subtitle)
+        where = pane.scroll_y
+        pane.blur()  # unfocused panes show no scrollbar: the border is what says it
+        write(range(200, 260))
+        await wait_until(pilot, lambda: app.live.panes["ep0"].buffer.line_count == 260)
+        await pilot.pause()
+        assert pane.scroll_y == where and "scrolled back" in str(pane.border_subtitle)
+        pane.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        assert "scrolled back" not in str(pane.border_subtitle)
+        bus.emit(RunFinished("r", 0.0, 0))
+
+
 async def test_keymap_from_config_remaps_a_binding_and_unknown_ids_are_reported(tmp_path: Path):
     config = parse_config('[tui.keymap]\n"app.screen.curves" = "c"\n"no.such.binding" = "f9"\n')
     app = create_app(Engine(config, Store(tmp_path / "db.sqlite")))

@@ -35,7 +35,7 @@ class ShellPane(ScrollView, can_focus=True):
     def sync(self, force: bool = False) -> None:
         """Take the buffer's changes: invalidate changed lines, follow the tail, update the title."""
         self.border_title = f"{self.pane.task} · {self.pane.agent}" + (f" @ {self.pane.node}" if self.pane.node else "")
-        self.border_subtitle = self.pane.verdict
+        self._show_subtitle()
         for outcome in ("running", "passed", "failed", "infra"):
             self.set_class(outcome == self.pane.outcome, f"-{outcome}")
         buffer = self.pane.buffer
@@ -51,12 +51,48 @@ class ShellPane(ScrollView, can_focus=True):
                 self._shown.pop(index, None)
                 if top <= index < top + self.size.height:
                     self.refresh_line(index - top)
-        self.virtual_size = Size(buffer.width, buffer.line_count)
+        self._grow(Size(buffer.width, buffer.line_count))
         if self.follow:
-            self.call_after_refresh(self._to_tail)
+            self._to_tail()
+        self._forget_far_lines()
 
     def _to_tail(self) -> None:
         self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def on_resize(self) -> None:
+        # A new size (focus, a scrollbar shown, the grid laid out again) moves the tail.
+        if self.follow:
+            self.call_after_refresh(self._to_tail)
+
+    def _forget_far_lines(self) -> None:
+        """Keep rendered strips only for lines near the view.
+
+        A strip carries several caches of its own; kept for every line a pane ever showed, they
+        were most of the app's objects, and the collector's full passes over them stalled the
+        screen for 100-250 ms at a time.
+        """
+        height = max(self.size.height, 1)
+        if len(self._strips) + len(self._shown) <= 6 * height:
+            return
+        top = int(self.scroll_y)
+        low, high = top - height, top + 2 * height
+        for cache in (self._strips, self._shown):
+            for index in [i for i in cache if not low <= i < high]:
+                del cache[index]
+
+    def _grow(self, size: Size) -> None:
+        """Take the buffer's new size without laying the screen out again.
+
+        Setting `virtual_size` re-lays-out the whole screen; a streaming pane did that on every
+        frame. Only a scrollbar appearing or going changes the layout, so only that asks for one.
+        """
+        if size == self.virtual_size:
+            return
+        bars = (self.show_horizontal_scrollbar, self.show_vertical_scrollbar)
+        self.set_reactive(ShellPane.virtual_size, size)
+        self._scroll_update(size)  # scrollbars and scroll offsets, as a layout pass would
+        if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
+            self.refresh(layout=True)
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -64,6 +100,11 @@ class ShellPane(ScrollView, can_focus=True):
             self.follow = True
         elif new < old:  # the user scrolled up: stop following until they return to the end
             self.follow = False
+        self._show_subtitle()
+
+    def _show_subtitle(self) -> None:
+        # Only the focused pane has a scrollbar: the border says when a pane is not at its tail.
+        self.border_subtitle = self.pane.verdict + ("" if self.follow else " · scrolled back (end: follow)")
 
     def render_lines(self, crop):
         self._base_style = self.rich_style
