@@ -15,6 +15,7 @@ where no job would work on this engine's store and config, it runs in a thread w
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import Callable
@@ -141,6 +142,10 @@ class TrsiApp(App):
         self.set_keymap(engine.config.tui.keymap)
 
     # -- lifecycle ----------------------------------------------------------------------------
+    def run(self, *args, **kwargs):
+        steady_collector()
+        return super().run(*args, **kwargs)
+
     def on_mount(self) -> None:
         self._unsubscribe = self.engine.bus.subscribe(self._on_bus_event)
         if self._follow_on_mount is not None:
@@ -529,6 +534,19 @@ def all_binding_ids() -> set[str]:
 
 def unknown_keymap_ids(keymap: dict[str, str]) -> list[str]:
     return sorted(set(keymap) - all_binding_ids())
+
+
+def steady_collector() -> None:
+    """Keep Python's collector from stalling the screen (`TrsiApp.run` calls it).
+
+    A streaming screen makes and drops many small objects; with the default thresholds the
+    collector's older generations ran over every object of the process, 60-250 ms each, several
+    times a minute (bench/tui_attach.py). What exists before the app starts (modules, the engine)
+    is frozen out of its passes; young generations are collected often and cheaply, full passes
+    rarely (after about 20 million allocations).
+    """
+    gc.freeze()
+    gc.set_threshold(2_000, 10, 1_000)
 
 
 def create_app(
