@@ -38,7 +38,7 @@ from engine.results import AgentStep, CheckResult, EpisodeResult
 from engine.store import Store
 from engine.store.schema import pid_alive
 from engine.store.work_lock import lock_path
-from tests.conftest import write_task
+from tests.conftest import ctrf_test, write_task
 from trsi_tui.cli import cli
 
 STEP = AgentStep(
@@ -339,6 +339,62 @@ def test_a_killed_runner_leaves_its_job_interrupted(tmp_path: Path):
     assert job["detail"].startswith("its process ended without recording how")
     attached = invoke("jobs", "attach", job_id, home=home)
     assert attached.exit_code == 1 and f"job {job_id} interrupted: its process ended" in attached.output
+
+
+@pytest.mark.slow
+def test_a_pipeline_runner_killed_mid_evaluation_resumes_with_pipeline_run_keeping_every_finished_episode(
+    tmp_path: Path,
+):
+    if not os.environ.get("CI"):
+        pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
+    home, suite = tmp_path / "home", tmp_path / "suite"
+    for n in range(6):  # each verification takes a second, so the kill lands between episodes
+        write_task(
+            suite,
+            f"hello-{n}",
+            test=CTRF_SLOW_TEST,
+            toml='[metadata]\nsplit = "eval"\n[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 20\n',
+        )
+    config = tmp_path / "pipeline.toml"
+    config.write_text(
+        f'tasks = "{suite}"\n[sandbox]\nbackend = "local"\n[policy]\nmax_reply_tokens = 16\n'
+        '[pipeline]\nmodel = "bundled:smollm2-135m"\neval_seeds = 1\neval_max_turns = 1\n'
+    )
+    run = ("pipeline", "run", "--config", str(config), "--stop-after", "Base", "-j", "1")
+    job_id = _started_job(_detach(home, *run))
+    db = home / "trsi.db"
+
+    def finished() -> dict[str, str]:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT key, episode_id FROM jobs WHERE scope = 'stage/Base'").fetchall()
+        return dict(rows)
+
+    _wait_for(lambda: db.exists() and len(finished()) >= 2, timeout=120)
+    pid = _jobs(home)[job_id]["pid"]
+    os.kill(pid, signal.SIGKILL)  # mid-evaluation, with no chance to record anything
+    _wait_for(lambda: not pid_alive(pid), timeout=10)
+    before = finished()
+    assert 2 <= len(before) < 6 and _jobs(home)[job_id]["status"] == "interrupted"
+    base = [line for line in invoke("pipeline", "status", home=home).output.splitlines() if "Base" in line]
+    assert base and "interrupted" in base[0] and "running" not in base[0], base  # the stage, like its job
+
+    again = subprocess.run(
+        [sys.executable, "-m", "trsi_tui.cli", "--home", str(home), *run, "--headless"],
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = finished()
+    assert len(after) == 6  # every eval task once
+    assert {k: after[k] for k in before} == before  # the episodes finished before the kill are kept, not run again
+    with sqlite3.connect(db) as conn:
+        scored = conn.execute(
+            "SELECT COUNT(*) FROM episodes WHERE id IN (SELECT episode_id FROM jobs WHERE scope = 'stage/Base')"
+        ).fetchone()[0]
+        status = conn.execute("SELECT status FROM stages WHERE name = 'Base'").fetchone()[0]
+    assert scored == 6 and status == "done"
+
+
+CTRF_SLOW_TEST = ctrf_test(("slow", "sleep 1"), ("out_is_hello", 'test "$(cat /app/out.txt)" = hello'))
 
 
 # A stand-in for the pipeline's work (no model): it holds the work lock, as the pipeline does,
