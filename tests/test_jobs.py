@@ -365,8 +365,11 @@ def test_a_pipeline_runner_killed_mid_evaluation_resumes_with_pipeline_run_keepi
     db = home / "trsi.db"
 
     def finished() -> dict[str, str]:
-        with sqlite3.connect(db) as conn:
-            rows = conn.execute("SELECT key, episode_id FROM jobs WHERE scope = 'stage/Base'").fetchall()
+        try:
+            with sqlite3.connect(db) as conn:
+                rows = conn.execute("SELECT key, episode_id FROM jobs WHERE scope = 'stage/Base'").fetchall()
+        except sqlite3.OperationalError:  # the runner has not made its tables yet
+            return {}
         return dict(rows)
 
     _wait_for(lambda: db.exists() and len(finished()) >= 2, timeout=120)
