@@ -18,6 +18,7 @@ import time
 from typing import Callable, Sequence
 
 from sandboxes.base import ExecResult
+from sandboxes.pipes import PipeReader
 from sandboxes.procs import descendants, kill_pids
 
 Emit = Callable[[str], None]
@@ -126,26 +127,18 @@ class PipeShell:
         self._cond = threading.Condition()
         self._pending = bytearray()
         self._eof = False
-        self._reader = threading.Thread(target=self._read_loop, name="pipeshell-reader", daemon=True)
-        self._reader.start()
-
-    def _read_loop(self) -> None:
         assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        import os
+        self._reader = PipeReader(self.proc.stdout, self._received, "pipeshell-reader", on_end=self._ended)
 
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
-            with self._cond:
-                if not data:
-                    self._eof = True
-                    self._cond.notify_all()
-                    return
-                self._pending += data
-                self._cond.notify_all()
+    def _received(self, data: bytes) -> None:
+        with self._cond:
+            self._pending += data
+            self._cond.notify_all()
+
+    def _ended(self) -> None:
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
 
     @property
     def alive(self) -> bool:
@@ -232,12 +225,12 @@ class PipeShell:
 
     def kill(self) -> None:
         terminate(self.proc)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream:
-                    stream.close()
-            except OSError:
-                pass
+        self._reader.stop()
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass  # a dead shell's stdin may fail to flush; it is being thrown away
 
 
 def terminate(proc: subprocess.Popen) -> None:
@@ -306,24 +299,9 @@ def run_streamed(
     assert proc.stdout is not None
     text_stream = proc.stderr if stdout_sink else proc.stdout
 
-    def pump(stream, sink: Callable[[bytes], None]) -> None:
-        import os
-
-        fd = stream.fileno()
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            sink(data)
-
-    readers = [threading.Thread(target=pump, args=(text_stream, capture.add), name="exec-reader", daemon=True)]
+    readers = [PipeReader(text_stream, capture.add, "exec-reader")]
     if stdout_sink:
-        readers.append(threading.Thread(target=pump, args=(proc.stdout, stdout_sink), name="exec-data", daemon=True))
-    for reader in readers:
-        reader.start()
+        readers.append(PipeReader(proc.stdout, stdout_sink, "exec-data"))
     timed_out = False
     try:
         code: int | None = proc.wait(timeout=timeout)
@@ -333,8 +311,7 @@ def run_streamed(
         code = None
     # A background process that inherited the pipe may keep it open: don't wait for it forever.
     for reader in readers:
-        reader.join(timeout=2.0 if reader is readers[0] else 30.0)
-    for stream in (proc.stdout, proc.stderr):
-        if stream:
-            stream.close()
+        if not reader.join(timeout=2.0 if reader is readers[0] else 30.0):
+            reader.stop()
+            reader.join(timeout=1.0)  # it may be handing a last chunk to its sink
     return ExecResult(capture.text(), code, timed_out, time.monotonic() - start, truncated=capture.truncated)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from sandboxes import Limits, OutputChunk, SandboxSpec, SandboxUnavailable, create_sandbox
 from sandboxes.procs import descendants
+from sandboxes.shell import PipeShell
 
 
 @pytest.fixture
@@ -160,3 +162,32 @@ def test_limits_are_reported_honestly(sandbox):
     assert "network" in enforced and "disk(tmpfs)" in enforced
     if os.geteuid() == 0:
         assert {"memory", "pids"} <= set(enforced)
+
+
+def test_a_killed_shell_whose_output_pipe_lives_on_never_reads_another_pipe(tmp_path: Path):
+    """A process that escaped a shell keeps its output pipe open after the shell is killed.
+
+    The shell's reader used to be left blocked on that pipe's descriptor number while the kill
+    closed it; the next pipe opened got the same number and the dead shell's reader swallowed
+    its data (in CI: the next sandbox's start-up handshake, so the sandbox never started).
+    """
+    marker = f"{tmp_path}/escaped"
+    # `( ... & )` re-parents the writer away from the shell, so killing the shell's tree misses it.
+    escaped = f"(sleep 0.5; echo late; exec -a {marker} sleep 30) &"
+    shell = PipeShell(
+        ["/bin/sh", "-c", f"({escaped}); exec cat"], {"PATH": "/usr/bin:/bin"}, lambda _text: None, lambda _shell: None
+    )
+    try:
+        time.sleep(0.2)
+        shell.kill()
+        # The lowest free numbers are reused first: the killed shell's among them.
+        pipes = [os.pipe() for _ in range(20)]
+        time.sleep(1.0)  # "late" arrives on the old pipe; a stale reader would then read a new one
+        for _, write_end in pipes:
+            os.write(write_end, b"ready")
+            os.close(write_end)
+        for read_end, _ in pipes:
+            with os.fdopen(read_end, "rb") as got:
+                assert got.read() == b"ready"
+    finally:
+        subprocess.run(["pkill", "-f", marker], check=False)

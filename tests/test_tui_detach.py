@@ -223,17 +223,23 @@ async def test_a_foreground_eval_is_a_job_listed_journaled_followed_by_a_tui_and
         assert job["kind"] == "eval" and job["status"] == "running"
         assert job["command"] == ["--home", str(home.resolve()), "eval", "--tasks", str(suite), "--agent", "oracle",
                                   "--backend", "local"]  # fmt: skip
-        _wait_for(lambda: _episode_running(home, job["id"]))  # its events reach the journal as they happen
-        events = [e.event for e in read_events(sqlite3.connect(home / "trsi.db"), job=job["id"])]
+
+        def journaled_with_command() -> list | None:
+            events = [e.event for e in read_events(sqlite3.connect(home / "trsi.db"), job=job["id"])]
+            ran = any(isinstance(e, SandboxOutput) and e.text == "bash /solution/solve.sh" for e in events)
+            return events if ran else None
+
+        # Its events reach the journal as they happen: the episode's command, while it still sleeps.
+        events = _wait_for(journaled_with_command)
         assert [e.task for e in events if isinstance(e, EpisodeStarted)] == ["sleepy"]
-        assert any(isinstance(e, SandboxOutput) and e.text == "bash /solution/solve.sh" for e in events)
+        assert _episode_running(home, job["id"])
 
         app = create_app(Engine.open(str(home)))  # a TUI opened on the same data dir
         async with app.run_test(size=(160, 50)) as pilot:
             await wait_until(pilot, lambda: app.job is not None and app.job.id == job["id"], timeout=10)
             await wait_until(pilot, lambda: "sleepy" in [p.task for p in app.live.running], timeout=10)
             (pane,) = app.live.running
-            assert "$ bash /solution/solve.sh" in pane.buffer.plain_lines()
+            await wait_until(pilot, lambda: "$ bash /solution/solve.sh" in pane.buffer.plain_lines(), timeout=5)
             await pilot.press("q")
             await pilot.press("enter")  # leave it running
             await wait_until(pilot, lambda: not app.is_running, timeout=5)
