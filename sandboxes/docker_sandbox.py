@@ -301,12 +301,10 @@ class DockerSandbox(SessionSandbox):
         self._events: dict[str, int] = {}
         self._watchdog: threading.Thread | None = None
         self._watching = True  # only during the agent's turn: the verifier must not be killed
-        self._stopped = False
-        self._lock = threading.Lock()
         self._layer_before: tamper.Manifest | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
+    def _start(self) -> None:
         client()  # fail fast, with the fix in the message, when no engine answers
         engine_tools_dir()
         with DockerSandbox._orphans_lock:
@@ -487,11 +485,7 @@ class DockerSandbox(SessionSandbox):
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
 
-    def stop(self) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
+    def _teardown(self) -> None:
         if self._session is not None:
             self._session.kill()
         if self._container is not None:

@@ -112,14 +112,12 @@ class LocalSandbox(SessionSandbox):
         # The verifier's own budget: an agent's runaway processes must not starve the judge.
         self._verifier_group: LimitGroup | None = None
         self._session: PipeShell | None = None
-        self._lock = threading.Lock()
-        self._stopped = False
         self._as_root = os.geteuid() == 0
         self._uid = _UID_BASE + secrets.randbelow(_UID_SPAN)
         self._hold_w: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
+    def _start(self) -> None:
         bwrap = bwrap_path()
         limits = self.spec.limits
         self._group = create_group(limits)
@@ -207,21 +205,18 @@ class LocalSandbox(SessionSandbox):
             self._init_pid = int(json.loads(raw)["child-pid"])
         except (ValueError, KeyError):
             err = b""
+            os.close(self._hold_w)  # its init, if it runs, ends: bwrap exits and says why
+            self._hold_w = None
             if self._bwrap.stderr is not None:
                 try:
                     self._bwrap.wait(timeout=5)
                     err = self._bwrap.stderr.read()
                 except subprocess.TimeoutExpired:
                     pass
-            self.stop()
             raise SandboxError(f"bwrap failed to start: {err.decode(errors='replace').strip() or 'no info'}")
         self._session = self._new_session()
 
-    def stop(self) -> None:
-        with self._lock:
-            if self._stopped:
-                return
-            self._stopped = True
+    def _teardown(self) -> None:
         if self._hold_w is not None:
             os.close(self._hold_w)
             self._hold_w = None

@@ -33,11 +33,20 @@ class PipeReader:
         stream.close()
         self._sink = sink
         self._on_end = on_end
-        self._wake_r, wake_w = os.pipe()
-        self._wake_w: int | None = wake_w
         self._lock = threading.Lock()
+        try:
+            self._wake_r, wake_w = os.pipe()
+        except OSError:
+            os.close(self._fd)
+            raise
+        self._wake_w: int | None = wake_w
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had: nobody else will close these
+            for fd in (self._fd, self._wake_r, wake_w):
+                os.close(fd)
+            raise
 
     def _loop(self) -> None:
         poller = select.poll()

@@ -26,6 +26,8 @@ Emit = Callable[[str], None]
 CAPTURE_HEAD = 512 * 1024
 CAPTURE_TAIL = 512 * 1024
 STREAM_CAP = 4 * 1024 * 1024
+# Session output buffered while no command reads it; past this, its writer waits (PipeShell).
+PENDING_CAP = 1024 * 1024
 # After a timeout, how long the shell gets to report back once its children were killed.
 INTERRUPT_GRACE_S = 3.0
 
@@ -127,11 +129,19 @@ class PipeShell:
         self._cond = threading.Condition()
         self._pending = bytearray()
         self._eof = False
+        self._closed = False
+        # kill() may come from another thread (a cancelled run) while run() writes a command.
+        self._stdin_lock = threading.Lock()
         assert self.proc.stdout is not None
         self._reader = PipeReader(self.proc.stdout, self._received, "pipeshell-reader", on_end=self._ended)
 
     def _received(self, data: bytes) -> None:
+        # Between commands nobody drains the buffer, and a process the agent detached (setsid)
+        # may write without end: past the cap the reader waits, so the writer blocks on a full
+        # pipe instead of the engine's memory filling up. run() drains and wakes it.
         with self._cond:
+            while len(self._pending) >= PENDING_CAP and not self._closed:
+                self._cond.wait()
             self._pending += data
             self._cond.notify_all()
 
@@ -159,10 +169,13 @@ class PipeShell:
         ).encode()
         capture = _Capture(self._emit)
         try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(payload)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+            with self._stdin_lock:
+                if self._closed:
+                    raise BrokenPipeError("the shell was killed")
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(payload)
+                self.proc.stdin.flush()
+        except OSError:
             return ExecResult("", None, False, time.monotonic() - start, shell_restarted=True)
 
         window = bytearray()
@@ -175,6 +188,7 @@ class PipeShell:
                 data = bytes(self._pending)
                 self._pending.clear()
                 eof = self._eof
+                self._cond.notify_all()  # a reader held back at the cap goes on
             if data:
                 window += data
                 found = marker.search(window)
@@ -224,13 +238,18 @@ class PipeShell:
                     )
 
     def kill(self) -> None:
+        # The process dies first, so that a write blocked on its full stdin fails and lets go.
         terminate(self.proc)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
         self._reader.stop()
-        try:
-            if self.proc.stdin:
-                self.proc.stdin.close()
-        except OSError:
-            pass  # a dead shell's stdin may fail to flush; it is being thrown away
+        with self._stdin_lock:
+            try:
+                if self.proc.stdin:
+                    self.proc.stdin.close()
+            except OSError:
+                pass  # a dead shell's stdin may fail to flush; it is being thrown away
 
 
 def terminate(proc: subprocess.Popen) -> None:

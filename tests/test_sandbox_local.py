@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes import Limits, OutputChunk, SandboxSpec, SandboxUnavailable, create_sandbox
+from sandboxes import Limits, OutputChunk, SandboxError, SandboxSpec, SandboxUnavailable, create_sandbox
 from sandboxes.procs import descendants
-from sandboxes.shell import PipeShell
+from sandboxes.shell import PENDING_CAP, PipeShell
 
 
 @pytest.fixture
@@ -191,3 +191,58 @@ def test_a_killed_shell_whose_output_pipe_lives_on_never_reads_another_pipe(tmp_
                 assert got.read() == b"ready"
     finally:
         subprocess.run(["pkill", "-f", marker], check=False)
+
+
+def test_a_sandbox_stopped_before_it_starts_never_starts():
+    """A run cancelled just before an episode's sandbox starts: nothing may be left running."""
+    sb = create_sandbox("local", SandboxSpec("cancelled"))
+    sb.stop()
+    with pytest.raises(SandboxError, match="stopped before it started"):
+        sb.start()
+    assert sb._bwrap is None  # noqa: SLF001
+
+
+def test_a_stop_that_comes_while_the_sandbox_starts_tears_down_what_it_made(monkeypatch):
+    sb = create_sandbox("local", SandboxSpec("cancelled-midway"))
+    made = type(sb)._new_session  # noqa: SLF001
+
+    def stop_from_elsewhere(self):
+        self.stop()  # as a cancelling thread would, between the namespace and the session
+        return made(self)
+
+    monkeypatch.setattr(type(sb), "_new_session", stop_from_elsewhere)
+    with pytest.raises(SandboxError):  # "not running" or "stopped while it started": start fails
+        sb.start()
+    init = sb._init_pid  # noqa: SLF001
+    assert init is not None and sb._bwrap.wait(timeout=5) is not None  # noqa: SLF001
+    assert not Path(f"/proc/{init}").exists() and not sb.alive
+    assert sb._session is None or not sb._session.alive  # noqa: SLF001
+
+
+def test_output_of_a_detached_writer_between_commands_is_held_to_a_cap(tmp_path: Path):
+    """A process the agent detached writes without end while the model thinks: the engine keeps
+    at most PENDING_CAP of it (the writer then blocks), and the next command still completes."""
+    marker = f"{tmp_path}/flood"
+    shell = _bash()
+    try:
+        assert shell.run(f"(setsid bash -c 'exec -a {marker} yes' &)", 5).exit_code == 0
+        time.sleep(1.5)
+        assert len(shell._pending) <= PENDING_CAP + 65536  # noqa: SLF001
+        result = shell.run("echo next", 10)  # its output interleaves with the flood's, capped
+        assert not result.timed_out and result.exit_code == 0
+    finally:
+        subprocess.run(["pkill", "-f", marker], check=False)
+        shell.kill()
+
+
+def test_a_command_sent_to_a_killed_shell_reports_a_restart_instead_of_raising():
+    shell = _bash()
+    shell.kill()  # a cancelled run, from another thread
+    result = shell.run("echo hi", 5)
+    assert result.shell_restarted and result.exit_code is None
+
+
+def _bash() -> PipeShell:
+    """A session shell on the host, for what the shell itself does with its pipes."""
+    quiet = lambda _text: None  # noqa: E731
+    return PipeShell(["/bin/bash", "--noprofile", "--norc"], {"PATH": "/usr/bin:/bin"}, quiet, lambda _shell: None)
