@@ -26,7 +26,6 @@ import secrets
 import shutil
 import subprocess
 import tarfile
-import threading
 from pathlib import Path
 
 from sandboxes import private_view
@@ -43,6 +42,7 @@ from sandboxes.base import (
     pack_upload,
 )
 from sandboxes.limits import LimitGroup, create_group
+from sandboxes.pipes import PipeReader
 from sandboxes.procs import children, descendants, end_namespace, kill_pids
 from sandboxes.session_sandbox import SessionSandbox
 from sandboxes.shell import PipeShell, run_streamed, shell_quote
@@ -373,14 +373,7 @@ class LocalSandbox(SessionSandbox):
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
         collected = bytearray()
-
-        def drain() -> None:
-            with os.fdopen(read_fd, "rb") as fh:
-                while chunk := fh.read(65536):
-                    collected.extend(chunk)
-
-        reader = threading.Thread(target=drain, name="collect-reader", daemon=True)
-        reader.start()
+        reader = PipeReader(os.fdopen(read_fd, "rb", buffering=0), collected.extend, "collect-reader")
         try:
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
             argv = ["/bin/bash", "-c", f'exec 3>&{write_fd} {write_fd}>&-; exec "$@"', "trsi-fd3", *argv]
@@ -396,7 +389,11 @@ class LocalSandbox(SessionSandbox):
             )
         finally:
             os.close(write_fd)
-        reader.join(timeout=10)
+        if not reader.join(timeout=10):
+            # Something still holds the pipe: what arrived may be cut anywhere, so none of it counts.
+            reader.stop()
+            reader.join(timeout=1)
+            raise SandboxError("the verifier's results did not arrive whole: their pipe stayed open")
         self.emit(OutputChunk(channel, "exit", result.status_text))
         return private_view.finish(result, bytes(collected), run)
 
