@@ -53,12 +53,14 @@ def build_dataset(work: RoundWork, prefixes: VerifiedPrefixes, tasks: dict[str, 
     )
     added = work.records.add_samples(fresh + fallback)
     samples = work.records.samples()
+    # Two successes of one task with the same commands make one sample (same digest).
+    from_explore = sum(1 for sample in samples if not sample.provenance.runbook_id)
     work.progress(
         "dataset",
         f"{len(samples)} sample(s) ({added} new; {rejected + fallback_rejected} dropped for leaks; "
-        f"{len(fallback)} from explore successes without a passing replay)",
+        f"{from_explore} from explore successes without a passing replay)",
     )
-    return DatasetResult(tuple(samples), added, rejected + fallback_rejected, len(fallback))
+    return DatasetResult(tuple(samples), added, rejected + fallback_rejected, from_explore)
 
 
 def replay_samples(
