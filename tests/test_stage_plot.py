@@ -37,3 +37,41 @@ def test_the_plot_shows_every_evaluated_stage_with_its_interval_and_each_seed(tm
     assert "Base" in texts and "RSR-1" in texts and "0.200" in texts and "seed 2" in texts
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(circles) == 2 + 3 + 3  # two means, three seeds at RSR-1, three legend dots
+
+
+def _seed_table_module():
+    spec = importlib.util.spec_from_file_location("seed_table", ROOT / "docs" / "seed_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_run(folder: Path, stage_suffix: str, outcomes: dict[str, dict[str, int]]) -> Path:
+    folder.mkdir()
+    lines = ["stage,task,success,reward,stop_reason,replies"]
+    for stage, by_task in outcomes.items():
+        name = stage if stage == "Base" else stage + stage_suffix
+        lines += [f"{name},{task},{won},{float(won)},done,1" for task, won in by_task.items()]
+    (folder / "eval_episodes.csv").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_runs_of_separate_seeds_pool_into_paired_gains_per_tier(tmp_path: Path, capsys):
+    # Two seeds on three eval tasks: two one-step, one multi-step. Seed 1's store names its
+    # stages "RSR-1 seed 1"; they must pair with seed 0's plain "RSR-1".
+    one_a, one_b, multi = "copy-file-eval-s1-0000", "move-file-eval-s1-0000", "log-with-host-eval-s1-0000"
+    seed0 = {"Base": {one_a: 0, one_b: 0, multi: 0}, "RSR-1": {one_a: 1, one_b: 1, multi: 0}}
+    seed1 = {"Base": {one_a: 0, one_b: 0, multi: 0}, "RSR-1": {one_a: 1, one_b: 0, multi: 0}}
+    runs = [_write_run(tmp_path / "s0", "", seed0), _write_run(tmp_path / "s1", " seed 1", seed1)]
+    table = _seed_table_module()
+    assert table.tier_of(one_a) == "one-step" and table.tier_of(multi) == "multi-step"
+    out = tmp_path / "pooled.json"
+    assert table.main([str(r) for r in runs] + ["--json", str(out)]) == 0
+    tiers = json.loads(out.read_text())["tiers"]
+    gain = tiers["one-step"]["gains"]["RSR-1 - Base"]
+    assert gain["per_seed"] == [1.0, 0.5]
+    estimate, low, high = gain["mean"]
+    assert abs(estimate - 0.75) < 1e-9 and 0.0 <= low < estimate < high <= 1.0
+    assert tiers["multi-step"]["gains"]["RSR-1 - Base"]["per_seed"] == [0.0, 0.0]
+    assert "RPR-1 - RSR-1" not in tiers["all"]["gains"]  # a stage no run reached is left out
+    assert "| RSR-1 - Base | +0.500 [" in capsys.readouterr().out
