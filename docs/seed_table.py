@@ -47,11 +47,17 @@ def read_run(folder: Path) -> PassRates:
     if not path.is_file():
         raise SystemExit(f"{path}: no such file (export a run's evaluation episodes there first)")
     tally: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    named: dict[str, set[str]] = defaultdict(set)
     with path.open(newline="") as fh:
         for row in csv.DictReader(fh):
-            counts = tally[SEED_SUFFIX.sub("", row["stage"])][row["task"]]
+            stage = SEED_SUFFIX.sub("", row["stage"])
+            named[stage].add(row["stage"])
+            counts = tally[stage][row["task"]]
             counts[0] += int(row["success"])
             counts[1] += 1
+    several = sorted(n for names in named.values() if len(names) > 1 for n in names)
+    if several:
+        raise SystemExit(f"{path}: holds several training seeds ({', '.join(several)}); `pipeline status` pools those")
     return {stage: {task: wins / n for task, (wins, n) in tasks.items()} for stage, tasks in tally.items()}
 
 

@@ -7,6 +7,7 @@ PPO and GGUF export are real. Each stage really trains, on tiny settings.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -165,3 +166,12 @@ def test_training_seeds_are_separate_lineages_that_share_base(tmp_path: Path, re
     assert (hello.family, hello.tier, hello.learned_in) == ("hello", "other", (0, 1))
     assert hello.stages["RSR-1"].per_seed == ((2, 2), (2, 2)) and hello.stages["RSR-1"].explore == (2, 2)
     assert hello.stages["Base"].explore is None and set(hello.stages) == {"Base", "RSR-1"}
+    # docs/export_run.py keeps every stage's eval episodes of every lineage, in pipeline order.
+    spec = importlib.util.spec_from_file_location("export_run", Path(__file__).parents[1] / "docs" / "export_run.py")
+    export_run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(export_run)
+    rows = export_run.eval_rows(store)
+    assert [(r["stage"], r["task"], r["success"]) for r in rows] == [
+        (stage, "hello-eval", 1) for stage in ("Base", "Base", "RSR-1", "RSR-1", "RSR-1 seed 1", "RSR-1 seed 1")
+    ]
+    assert all(r["replies"] == 1 and r["reward"] == 1.0 for r in rows)

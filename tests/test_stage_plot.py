@@ -7,6 +7,8 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -75,3 +77,12 @@ def test_runs_of_separate_seeds_pool_into_paired_gains_per_tier(tmp_path: Path, 
     assert tiers["multi-step"]["gains"]["RSR-1 - Base"]["per_seed"] == [0.0, 0.0]
     assert "RPR-1 - RSR-1" not in tiers["all"]["gains"]  # a stage no run reached is left out
     assert "| RSR-1 - Base | +0.500 [" in capsys.readouterr().out
+
+
+def test_a_run_file_holding_several_seeds_is_refused_rather_than_mixed(tmp_path: Path):
+    both = {"Base": {"copy-file-eval-s1-0000": 0}, "RSR-1": {"copy-file-eval-s1-0000": 1}}
+    folder = _write_run(tmp_path / "s", "", both)
+    with (folder / "eval_episodes.csv").open("a") as fh:
+        fh.write("RSR-1 seed 1,copy-file-eval-s1-0000,0,0.0,done,1\n")
+    with pytest.raises(SystemExit, match="several training seeds"):
+        _seed_table_module().read_run(folder)
