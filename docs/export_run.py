@@ -19,16 +19,17 @@ from pathlib import Path
 
 from engine.config.paths import resolve_paths
 from engine.keys import eval_scope
+from engine.pipeline.lineage import parse_stage_key
 from engine.store import Store
 from engine.store.records import PIPELINE_STAGES
 
 COLUMNS = ("stage", "task", "success", "reward", "stop_reason", "replies")
 
 
-def stage_order(name: str) -> tuple[int, str]:
+def stage_order(key: str) -> tuple[int, int, str]:
     """Pipeline order first ("RSR-1 seed 2" sorts with RSR-1), then the lineage."""
-    base = name.split(" seed ")[0]
-    return (PIPELINE_STAGES.index(base) if base in PIPELINE_STAGES else len(PIPELINE_STAGES), name)
+    stage, seed = parse_stage_key(key) or ("", 0)
+    return (PIPELINE_STAGES.index(stage) if stage else len(PIPELINE_STAGES), seed, key)
 
 
 def eval_rows(store: Store) -> list[dict]:

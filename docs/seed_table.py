@@ -15,30 +15,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from engine.pipeline.families import tier_of
+from engine.pipeline.lineage import parse_stage_key
 from engine.stats import Interval, bootstrap_over_seeds
 from engine.store.records import PIPELINE_STAGES
-from engine.tasks.curriculum import CurriculumError, family_info, family_of_name
 
 # Each stage with the one it is compared to; the last row is the whole pipeline's gain.
 PAIRS = [(child, parent) for parent, child in zip(PIPELINE_STAGES, PIPELINE_STAGES[1:], strict=False)]
 PAIRS.append((PIPELINE_STAGES[-1], PIPELINE_STAGES[0]))
-# A seed's stages are named "RSR-1 seed 2" in its store (lineage.py); seed 0 and Base keep the plain name.
-SEED_SUFFIX = re.compile(r" seed \d+$")
 PassRates = dict[str, dict[str, float]]  # stage -> task -> pass rate
-
-
-def tier_of(task: str) -> str:
-    """'one-step', 'multi-step' or 'held-out' for a curriculum task; 'other' for any other name."""
-    try:
-        info = family_info(family_of_name(task))
-    except CurriculumError:
-        return "other"
-    return "held-out" if info.heldout else info.tier
 
 
 def read_run(folder: Path) -> PassRates:
@@ -50,7 +39,8 @@ def read_run(folder: Path) -> PassRates:
     named: dict[str, set[str]] = defaultdict(set)
     with path.open(newline="") as fh:
         for row in csv.DictReader(fh):
-            stage = SEED_SUFFIX.sub("", row["stage"])
+            # A seed's stages are named "RSR-1 seed 2" in its store; seed 0 and Base keep the plain name.
+            stage = (parse_stage_key(row["stage"]) or (row["stage"], 0))[0]
             named[stage].add(row["stage"])
             counts = tally[stage][row["task"]]
             counts[0] += int(row["success"])

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib.util
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -23,6 +25,14 @@ CTRF_TEST = textwrap.dedent("""\
     %s
     printf '{"results":{"tests":[%%s]}}\\n' "${items%%,}" > /logs/verifier/ctrf.json
     """)
+
+
+def docs_script(name: str) -> ModuleType:
+    """A script of docs/ (`stage_plot`, `seed_table`, `export_run`), loaded as a module: docs/ is no package."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def ctrf_test(*checks: tuple[str, str]) -> str:

@@ -82,7 +82,8 @@ def test_logging_goes_to_the_data_dirs_log_file_and_library_chatter_stays_off_th
 
 def test_training_seeds_parse_and_bad_ones_are_refused():
     from engine.config import ConfigError, parse_config
-    from engine.pipeline.lineage import Lineage, parse_seeds
+    from engine.pipeline.lineage import Lineage, parse_seeds, parse_stage_key, stored_seeds
+    from engine.store.records import StageRecord
 
     assert parse_seeds("0,1,2") == [0, 1, 2] and parse_seeds("0-2, 5") == [0, 1, 2, 5]
     for bad in ("", "a", "1,x", "200"):
@@ -99,3 +100,11 @@ def test_training_seeds_parse_and_bad_ones_are_refused():
         201,
         "Base",
     )
+    # A stored stage name reads back as its stage and seed; other names are no stage.
+    for seed in (0, 2):
+        for stage in ("RSR-1", "RPR-2"):
+            assert parse_stage_key(Lineage(seed).stage_key(stage)) == (stage, seed)
+    for other in ("RSR-3", "RSR-1 seed ", "RSR-1 seed x", "Base-2"):
+        assert parse_stage_key(other) is None
+    stored = {key: StageRecord(key, "done") for key in ("Base", "RSR-1 seed 2", "RPR-1 seed 2", "odd")}
+    assert stored_seeds(stored) == [2] and stored_seeds({**stored, "RSR-1": StageRecord("RSR-1", "done")}) == [0, 2]

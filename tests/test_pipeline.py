@@ -7,7 +7,6 @@ PPO and GGUF export are real. Each stage really trains, on tiny settings.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -18,7 +17,7 @@ from engine.config import Config, PipelineConfig, RprConfig, RsrConfig, SftSecti
 from engine.events import EventBus
 from engine.store import Store
 from engine.store.records import PIPELINE_STAGES
-from tests.conftest import write_task
+from tests.conftest import docs_script, write_task
 
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
@@ -167,10 +166,7 @@ def test_training_seeds_are_separate_lineages_that_share_base(tmp_path: Path, re
     assert hello.stages["RSR-1"].per_seed == ((2, 2), (2, 2)) and hello.stages["RSR-1"].explore == (2, 2)
     assert hello.stages["Base"].explore is None and set(hello.stages) == {"Base", "RSR-1"}
     # docs/export_run.py keeps every stage's eval episodes of every lineage, in pipeline order.
-    spec = importlib.util.spec_from_file_location("export_run", Path(__file__).parents[1] / "docs" / "export_run.py")
-    export_run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(export_run)
-    rows = export_run.eval_rows(store)
+    rows = docs_script("export_run").eval_rows(store)
     assert [(r["stage"], r["task"], r["success"]) for r in rows] == [
         (stage, "hello-eval", 1) for stage in ("Base", "Base", "RSR-1", "RSR-1", "RSR-1 seed 1", "RSR-1 seed 1")
     ]

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _plot_module():
-    spec = importlib.util.spec_from_file_location("stage_plot", ROOT / "docs" / "stage_plot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import docs_script
 
 
 def test_the_plot_shows_every_evaluated_stage_with_its_interval_and_each_seed(tmp_path: Path):
@@ -30,7 +22,7 @@ def test_the_plot_shows_every_evaluated_stage_with_its_interval_and_each_seed(tm
         ],
     }
     (tmp_path / "s.json").write_text(json.dumps(status))
-    plot = _plot_module()
+    plot = docs_script("stage_plot")
     rows = plot.rows_of(status)
     assert [r["stage"] for r in rows] == ["Base", "RSR-1"]  # a stage not yet evaluated is left out
     drawn = plot.svg(rows, "title")
@@ -39,13 +31,6 @@ def test_the_plot_shows_every_evaluated_stage_with_its_interval_and_each_seed(tm
     assert "Base" in texts and "RSR-1" in texts and "0.200" in texts and "seed 2" in texts
     circles = list(root.iter("{http://www.w3.org/2000/svg}circle"))
     assert len(circles) == 2 + 3 + 3  # two means, three seeds at RSR-1, three legend dots
-
-
-def _seed_table_module():
-    spec = importlib.util.spec_from_file_location("seed_table", ROOT / "docs" / "seed_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write_run(folder: Path, stage_suffix: str, outcomes: dict[str, dict[str, int]]) -> Path:
@@ -65,7 +50,7 @@ def test_runs_of_separate_seeds_pool_into_paired_gains_per_tier(tmp_path: Path, 
     seed0 = {"Base": {one_a: 0, one_b: 0, multi: 0}, "RSR-1": {one_a: 1, one_b: 1, multi: 0}}
     seed1 = {"Base": {one_a: 0, one_b: 0, multi: 0}, "RSR-1": {one_a: 1, one_b: 0, multi: 0}}
     runs = [_write_run(tmp_path / "s0", "", seed0), _write_run(tmp_path / "s1", " seed 1", seed1)]
-    table = _seed_table_module()
+    table = docs_script("seed_table")
     assert table.tier_of(one_a) == "one-step" and table.tier_of(multi) == "multi-step"
     out = tmp_path / "pooled.json"
     assert table.main([str(r) for r in runs] + ["--json", str(out)]) == 0
@@ -85,4 +70,4 @@ def test_a_run_file_holding_several_seeds_is_refused_rather_than_mixed(tmp_path:
     with (folder / "eval_episodes.csv").open("a") as fh:
         fh.write("RSR-1 seed 1,copy-file-eval-s1-0000,0,0.0,done,1\n")
     with pytest.raises(SystemExit, match="several training seeds"):
-        _seed_table_module().read_run(folder)
+        docs_script("seed_table").read_run(folder)

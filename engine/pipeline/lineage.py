@@ -67,13 +67,16 @@ class Lineage:
         return {name: stored[self.stage_key(name)] for name in PIPELINE_STAGES if self.stage_key(name) in stored}
 
 
+def parse_stage_key(key: str) -> tuple[str, int] | None:
+    """A stored stage name -> (pipeline stage, training seed), the inverse of `Lineage.stage_key`:
+    "RSR-1 seed 2" -> ("RSR-1", 2), "RSR-1" -> ("RSR-1", 0); None for any other name."""
+    name, _, seed = key.partition(" seed ")
+    if name not in PIPELINE_STAGES or not (seed.isdigit() or key == name):
+        return None
+    return name, int(seed or 0)
+
+
 def stored_seeds(stored: dict[str, StageRecord]) -> list[int]:
     """The training seeds with at least one stage of their own in the store."""
-    seeds = set()
-    for key in stored:
-        if key in PIPELINE_STAGES and key not in SHARED_STAGES:
-            seeds.add(0)
-        name, _, seed = key.partition(" seed ")
-        if seed.isdigit() and name in PIPELINE_STAGES:
-            seeds.add(int(seed))
-    return sorted(seeds)
+    parsed = [parse_stage_key(key) for key in stored]
+    return sorted({seed for name, seed in filter(None, parsed) if name not in SHARED_STAGES})
