@@ -128,6 +128,46 @@ def pack_upload(src: Path, dest: str) -> tuple[bytes, str]:
     return buf.getvalue(), dest if src.is_dir() else str(Path(dest).parent)
 
 
+class BoundedBytes:
+    """Bytes read back from a sandbox, at most `limit` of them.
+
+    A sandbox cannot hold more than its disk, but a file can claim more: a sparse one (`truncate
+    -s 1T`) takes no space in the sandbox and streams its full size through `tar`, into the
+    engine's memory and then the host's disk. Past the limit the rest is read and dropped (the
+    sender must not block), and `check` says what went wrong.
+    """
+
+    def __init__(self, limit: int, what: str) -> None:
+        self.data = bytearray()
+        self.limit, self.what = limit, what
+        self.overflow = False
+
+    def extend(self, chunk: bytes) -> None:
+        if self.overflow:
+            return
+        if len(self.data) + len(chunk) > self.limit:
+            self.overflow = True
+            self.data = bytearray()
+        else:
+            self.data.extend(chunk)
+
+    def check(self) -> bytes:
+        if self.overflow:
+            raise SandboxError(f"{self.what} came to over {self.limit // 2**20} MiB, the most that is read back")
+        return bytes(self.data)
+
+
+# What a verifier writes to its results directory: a reward, a report, some logs. Far more is
+# not a result but an attack on the engine's memory.
+VERIFIER_RESULTS_LIMIT = 64 * 2**20
+
+
+def transfer_limit(limits: Limits) -> int:
+    """The most bytes one transfer out of a sandbox may carry: its disk, and room for the
+    archive's own headers."""
+    return (limits.disk_mb + 16) * 2**20
+
+
 def shell_words(words: list[str]) -> list[str]:
     return ["'" + w.replace("'", "'\\''") + "'" for w in words]
 

@@ -25,6 +25,7 @@ import io
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tarfile
 import threading
@@ -33,7 +34,9 @@ from pathlib import Path
 
 from sandboxes import tamper
 from sandboxes.base import (
+    VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
+    BoundedBytes,
     Channel,
     Env,
     EnvironmentTampered,
@@ -45,12 +48,13 @@ from sandboxes.base import (
     SandboxUnavailable,
     pack_upload,
     shell_words,
+    transfer_limit,
 )
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.procs import descendants, end_namespace, kill_pids, namespace_members
 from sandboxes.session_sandbox import SessionSandbox
-from sandboxes.shell import PipeShell, real_dir_function, run_streamed, shell_quote
+from sandboxes.shell import PipeShell, read_tar_bounded, real_dir_function, run_streamed, shell_quote
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +70,13 @@ DISK_POLL_S = 0.25
 MAX_LAYER_FILES = 200_000
 ENGINE_TOOLS = "/.trsi-engine"
 BUSYBOX = f"{ENGINE_TOOLS}/busybox"
+# The same busybox, executable but not readable (mode 0111): what the container's pid 1 runs, as
+# INIT_USER. A process that execs a file it cannot read is not dumpable, so no process of the
+# agent (root, or root turned INIT_USER) may ptrace it or write its memory through /proc/1/mem:
+# the kernel asks CAP_SYS_PTRACE for that, which Docker's default set lacks. Run as root, pid 1
+# could read its binary, stay dumpable, and be made to run the agent's code next to the verifier.
+BUSYBOX_INIT = f"{ENGINE_TOOLS}/busybox-init"
+INIT_USER = "65534:65534"
 BUSYBOX_HINT = (
     "the Docker backend needs a statically linked busybox on this machine, to run the engine's "
     "own helpers inside containers from a read-only mount: `sudo apt-get install busybox-static` "
@@ -116,11 +127,19 @@ def engine_tools_dir() -> str:
         os.chmod(target, 0o755)
     binary = target / "busybox"
     if not binary.is_file() or binary.read_bytes() != data:
-        tmp = target / f".busybox.{os.getpid()}"
-        tmp.write_bytes(data)
-        os.chmod(tmp, 0o755)
-        os.replace(tmp, binary)
+        _install(target, "busybox", data, 0o755)
+    init = target / "busybox-init"  # not readable, even by us: the directory is ours alone
+    st = os.lstat(init) if init.exists() else None
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or stat.S_IMODE(st.st_mode) != 0o111:
+        _install(target, "busybox-init", data, 0o111)
     return str(target)
+
+
+def _install(target: Path, name: str, data: bytes, mode: int) -> None:
+    tmp = target / f".{name}.{os.getpid()}"
+    tmp.write_bytes(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, target / name)
 
 
 @dataclass(frozen=True)
@@ -338,8 +357,6 @@ class DockerSandbox(SessionSandbox):
         return self._profile.workdir or self.spec.workdir
 
     def _create_container(self, image: str):
-        limits = self.spec.limits
-        mem = f"{limits.memory_mb}m"
         p = self._profile
         owner = f"{p.uid}:{p.gid}"
         wd = shell_quote(self.workdir)
@@ -348,21 +365,40 @@ class DockerSandbox(SessionSandbox):
         # can (init gets no SIGKILL from inside its namespace), so the agent cannot stop the
         # container, and that ignores SIGCHLD, so the orphans the agent leaves are reaped by the
         # kernel. It idles reading a FIFO nobody writes to and has no child of its own, so that
-        # ending the agent's processes means ending every process but pid 1. As root, whatever
-        # the image's USER: a non-root user could not create these; a working directory created
-        # here belongs to the user who will work in it.
+        # ending the agent's processes means ending every process but pid 1. It runs as
+        # INIT_USER from an unreadable binary, so it cannot be traced (BUSYBOX_INIT).
         init = (
-            f"[ -d {wd} ] || {{ {b} mkdir -p {wd} && {b} chown {owner} {wd}; }} || exit 1\n"
-            f"{b} mkdir -p /logs/agent /logs/verifier && {b} chown {owner} /logs/agent || exit 1\n"
             f"{b} mkfifo /tmp/.trsi-idle && exec 3<>/tmp/.trsi-idle && {b} rm -f /tmp/.trsi-idle || exit 1\n"
             "trap '' CHLD HUP INT TERM QUIT USR1 USR2 PIPE ALRM\n"
             "while :; do read -r _ <&3; done\n"
         )
+        # As root, whatever the image's USER: a non-root user could not create these; a working
+        # directory created here belongs to the user who will work in it.
+        prepare = (
+            f"[ -d {wd} ] || {{ {b} mkdir -p {wd} && {b} chown {owner} {wd}; }} || exit 1\n"
+            f"{b} mkdir -p /logs/agent /logs/verifier && {b} chown {owner} /logs/agent || exit 1\n"
+        )
+        container = self._run_container(image, init)
+        done = subprocess.run(
+            ["docker", "exec", "-u", "0:0", "-w", "/", container.id, b, "sh", "-c", prepare],
+            env=_host_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if done.returncode != 0:
+            container.remove(force=True)
+            raise SandboxError(f"could not prepare a container of {image}: {(done.stdout + done.stderr)[-300:]}")
+        return container
+
+    def _run_container(self, image: str, init: str):
+        limits = self.spec.limits
+        mem = f"{limits.memory_mb}m"
         try:
             return client().containers.run(
                 image,
-                entrypoint=[BUSYBOX, "sh", "-c", init],
-                user="0:0",
+                entrypoint=[BUSYBOX_INIT, "sh", "-c", init],
+                user=INIT_USER,
                 detach=True,
                 hostname="sandbox",
                 volumes={engine_tools_dir(): {"bind": ENGINE_TOOLS, "mode": "ro"}},
@@ -551,8 +587,8 @@ class DockerSandbox(SessionSandbox):
         flags = ["-i", "-w", cwd or self.workdir]
         for k, v in merged.items():
             flags += ["-e", f"{k}={v}"]
-        if as_agent and not p.as_root:
-            flags += ["-u", p.user or f"{p.uid}:{p.gid}"]
+        # Always named: the container's own user is INIT_USER, pid 1's.
+        flags += ["-u", p.user or f"{p.uid}:{p.gid}"] if as_agent and not p.as_root else ["-u", "0:0"]
         return ["docker", "exec", *flags, self._container.id, *argv]
 
     def _emitter(self, channel: Channel):
@@ -643,7 +679,7 @@ class DockerSandbox(SessionSandbox):
         import tempfile
 
         out = Path(tempfile.mkdtemp(prefix="trsi-collect-"))
-        self.download(req.collect, out)
+        self._download(req.collect, out, BoundedBytes(VERIFIER_RESULTS_LIMIT, "the verifier's results"))
         return result, out / Path(req.collect).name
 
     # -- files -----------------------------------------------------------------------------
@@ -666,15 +702,22 @@ class DockerSandbox(SessionSandbox):
         self._put(src, dest)
 
     def download(self, src: str, dest: Path) -> None:
-        try:
-            stream, _ = self._container.get_archive(src)  # type: ignore[union-attr]
-            data = b"".join(stream)
-        except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
-            raise SandboxError(f"download of {src} failed: {exc}") from None
+        self._download(src, dest, BoundedBytes(transfer_limit(self.spec.limits), f"the download of {src}"))
+
+    def _download(self, src: str, dest: Path, data: BoundedBytes) -> None:
+        # The engine's busybox in a `docker exec`, not the daemon's archive API: a stream that is
+        # too long (a sparse file) is cut by killing the exec, where the daemon's would hold the
+        # container busy until every byte was read.
+        parent, name = os.path.split(src.rstrip("/")) or ("/", src)
+        argv = self._exec_argv([BUSYBOX, "tar", "-c", "-C", parent or "/", "--", name], cwd="/")
+        archive = read_tar_bounded(argv, _host_env(), data, f"download of {src}")
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-            tar.extractall(dest, filter="data")
+        try:
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
+                tar.extractall(dest, filter="data")
+        except tarfile.TarError as exc:
+            raise SandboxError(f"could not read the download of {src}: {exc}") from None
 
 
 def _ns_pid(pid: int) -> str:

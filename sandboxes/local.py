@@ -24,13 +24,16 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import tarfile
 from pathlib import Path
 
 from sandboxes import private_view
 from sandboxes.base import (
+    VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
+    BoundedBytes,
     Channel,
     Env,
     ExecResult,
@@ -40,15 +43,22 @@ from sandboxes.base import (
     SandboxSpec,
     SandboxUnavailable,
     pack_upload,
+    transfer_limit,
 )
 from sandboxes.limits import LimitGroup, create_group
 from sandboxes.pipes import PipeReader
 from sandboxes.procs import children, descendants, end_namespace, kill_pids
 from sandboxes.session_sandbox import SessionSandbox
-from sandboxes.shell import PipeShell, run_streamed, shell_quote
+from sandboxes.shell import PipeShell, read_tar_bounded, run_streamed, shell_quote
 
 # user, mount, pid, network, IPC, UTS namespaces, root directory and working directory
 _NAMESPACE_FLAGS = ("-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w")
+# The sandbox's init holds this capability (in the sandbox's user namespace only) and every
+# process the agent runs holds none. The kernel lets a process trace another of its own uid only
+# when the tracee's capabilities are a subset of its own, so no agent process can ptrace init
+# (or write its memory through /proc/1/mem) and make it run code that outlives the agent's turn
+# next to the verifier. Init never uses it; block-suspend means nothing in a user namespace.
+INIT_CAPABILITY = "CAP_BLOCK_SUSPEND"
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed, and the local sandbox backend needs it. "
@@ -70,6 +80,13 @@ def bwrap_path() -> str:
     found = shutil.which("bwrap")
     if not found:
         raise SandboxUnavailable(INSTALL_HINT)
+    if os.stat(found).st_mode & stat.S_ISUID:
+        # A setuid bwrap refuses --cap-add, and without it the sandbox's init could be traced and
+        # made to run the agent's code through the verifier (see INIT_CAPABILITY).
+        raise SandboxUnavailable(
+            f"{found} is installed setuid root; the local backend needs a bubblewrap that uses "
+            "unprivileged user namespaces (Debian's and Ubuntu's packages do)"
+        )
     return found
 
 
@@ -171,6 +188,8 @@ class LocalSandbox(SessionSandbox):
             "trap '' HUP INT TERM QUIT USR1 USR2 PIPE; while :; do read -r -u 4 _ || exit 0; done"
         )
         argv += [
+            "--cap-add",
+            INIT_CAPABILITY,
             "--as-pid-1",
             "--info-fd",
             str(write_fd),
@@ -372,7 +391,7 @@ class LocalSandbox(SessionSandbox):
         )
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
-        collected = bytearray()
+        collected = BoundedBytes(VERIFIER_RESULTS_LIMIT, "the verifier's results")
         reader = PipeReader(os.fdopen(read_fd, "rb", buffering=0), collected.extend, "collect-reader")
         try:
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
@@ -395,7 +414,7 @@ class LocalSandbox(SessionSandbox):
             reader.join(timeout=1)
             raise SandboxError("the verifier's results did not arrive whole: their pipe stayed open")
         self.emit(OutputChunk(channel, "exit", result.status_text))
-        return private_view.finish(result, bytes(collected), run)
+        return private_view.finish(result, collected.check(), run)
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:
@@ -413,15 +432,10 @@ class LocalSandbox(SessionSandbox):
 
     def download(self, src: str, dest: Path) -> None:
         parent, name = os.path.split(src.rstrip("/")) or ("/", src)
-        proc = subprocess.run(
-            self._nsenter([host_tool("sh"), "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name]),
-            capture_output=True,
-            env=self._env(),
-            timeout=120,
-        )
-        if proc.returncode != 0:
-            raise SandboxError(f"download of {src} failed: {proc.stderr.decode(errors='replace').strip()}")
+        data = BoundedBytes(transfer_limit(self.spec.limits), f"the download of {src}")
+        argv = self._nsenter([host_tool("sh"), "-c", 'tar -c -C "$1" -- "$2"', "download", parent or "/", name])
+        archive = read_tar_bounded(argv, self._env(), data, f"download of {src}")
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(fileobj=io.BytesIO(proc.stdout), mode="r") as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r") as tar:
             tar.extractall(dest, filter="data")

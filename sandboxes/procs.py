@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+
+# ioctl(fd of /proc/PID/ns/pid, NS_GET_PARENT) opens the parent pid namespace (linux/nsfs.h:
+# _IO(0xb7, 0x2)); it fails at the top of the caller's own hierarchy.
+NS_GET_PARENT = 0xB702
 
 
 def _parent_map() -> dict[int, list[int]]:
@@ -57,22 +62,59 @@ def pid_namespace(pid: int) -> str | None:
         return None
 
 
+def _ns_inode(fd: int) -> int:
+    return os.fstat(fd).st_ino
+
+
+def _pid_ns_descends(pid: int, ancestor: int) -> bool:
+    """Whether `pid`'s pid namespace is the namespace with inode `ancestor` or lies below it."""
+    try:
+        fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        for _ in range(64):  # the kernel nests pid namespaces 32 deep at most
+            if _ns_inode(fd) == ancestor:
+                return True
+            try:
+                parent = fcntl.ioctl(fd, NS_GET_PARENT)
+            except OSError:
+                return False  # the top of our hierarchy: not below the sandbox's
+            os.close(fd)
+            fd = parent
+        return False
+    finally:
+        os.close(fd)
+
+
 def namespace_members(init_pid: int) -> set[int]:
     """Every process in the pid namespace whose init is `init_pid`, and in namespaces below it.
 
-    A process that made a pid namespace of its own (unshare -p) is not in ours by `ns/pid`, but
-    it descends from one that is: its parent, or our init once that parent died. So: the members
-    by namespace, then all of their descendants. `init_pid` itself is not included.
+    By namespace, not by parentage: a process can leave the sandbox's process tree. One cloned
+    with CLONE_PARENT into a pid namespace of its own becomes a child of the host's init when its
+    parent (the host's `nsenter`) exits, yet its namespace still lies below the sandbox's, which
+    is what it cannot leave. Descendants of members are added too. `init_pid` is not included.
     """
-    ns = pid_namespace(init_pid)
-    if ns is None:
+    try:
+        ancestor = os.stat(f"/proc/{init_pid}/ns/pid").st_ino
+    except OSError:
         return set()
-    tree = _parent_map()
+    own = pid_namespace(os.getpid())
+    verdicts: dict[str, bool] = {}  # namespace -> below the sandbox's; most processes share the host's
     members: set[int] = set()
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit() and pid_namespace(int(entry.name)) == ns:
-            members.add(int(entry.name))
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        ns = pid_namespace(pid)
+        if ns is None or ns == own:
+            continue
+        if ns not in verdicts:
+            verdicts[ns] = _pid_ns_descends(pid, ancestor)
+        if verdicts[ns]:
+            members.add(pid)
     members = {p for p in members if _running(p)}  # a zombie is harmless and cannot be killed
+    tree = _parent_map()
     frontier = list(members | {init_pid})
     while frontier:
         nxt = [c for p in frontier for c in tree.get(p, []) if c not in members]

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from sandboxes.base import ExecResult
+from sandboxes.base import BoundedBytes, ExecResult, SandboxError
 from sandboxes.pipes import PipeReader
 from sandboxes.procs import descendants, kill_pids
 
@@ -334,3 +334,30 @@ def run_streamed(
             reader.stop()
             reader.join(timeout=1.0)  # it may be handing a last chunk to its sink
     return ExecResult(capture.text(), code, timed_out, time.monotonic() - start, truncated=capture.truncated)
+
+
+def read_tar_bounded(
+    argv: list[str], env: dict[str, str], data: BoundedBytes, what: str, timeout: float = 120
+) -> bytes:
+    """The stdout of `argv` (a `tar -c` in a sandbox), at most `data.limit` bytes of it: the
+    command is killed as soon as it sends more, or when `timeout` passes."""
+    errors = bytearray()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        readers = [
+            PipeReader(proc.stdout, data.extend, "tar-reader"),  # type: ignore[arg-type]
+            PipeReader(proc.stderr, errors.extend, "tar-stderr"),  # type: ignore[arg-type]
+        ]
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None and not data.overflow and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for reader in readers:
+            reader.join(timeout=10)
+    if data.overflow:
+        data.check()  # raises, saying how much was too much
+    if proc.returncode != 0:
+        message = errors.decode(errors="replace").strip()[-300:] or f"exit {proc.returncode}"
+        raise SandboxError(f"{what} failed: {message}")
+    return data.check()

@@ -433,7 +433,11 @@ def _caps_with_sys_admin(listing: str, fields: tuple[str, ...]) -> list[str]:
 def test_no_process_an_agent_could_control_holds_sys_admin(tmp_path: Path, backend: str):
     """Every process in the sandbox, during the agent's turn and during the verifier's (pid 1,
     the engine's helpers, the verifier itself), read from /proc/<pid>/status."""
-    solve = f"({RECORD_CAPS}) > /app/caps_during_turn; readlink /proc/1/exe > /app/init_exe; echo hello > /app/out.txt"
+    # /proc/1/exe is closed to the agent (pid 1 cannot be traced); its command line is not.
+    solve = (
+        f"({RECORD_CAPS}) > /app/caps_during_turn; "
+        "tr '\\0' ' ' < /proc/1/cmdline | cut -d' ' -f1 | head -n 1 > /app/init_exe; echo hello > /app/out.txt"
+    )
     test = ctrf_test(("out_is_hello", 'test "$(cat /app/out.txt)" = hello')).replace(
         "mkdir -p /logs/verifier", f"mkdir -p /logs/verifier; ({RECORD_CAPS}) > /logs/verifier/caps_during_verifier"
     )
@@ -451,7 +455,7 @@ def test_no_process_an_agent_could_control_holds_sys_admin(tmp_path: Path, backe
     assert _caps_with_sys_admin(during_turn, fields) == []
     assert _caps_with_sys_admin(during_verifier, fields) == []
     # pid 1 is the engine's own program, from a place the agent cannot write.
-    assert init_exe.strip() in ("/.trsi-engine/busybox", "/usr/bin/bash"), init_exe
+    assert init_exe.strip() in ("/.trsi-engine/busybox-init", "/usr/bin/bash"), init_exe
 
 
 @pytest.mark.docker

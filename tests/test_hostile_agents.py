@@ -10,15 +10,20 @@ episode helps a failing agent.
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import subprocess
 import tempfile
+import time
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from tests.test_hardening import PYTEST_SECRET, SECRET_TEST, episode
+from engine.rollout.episode import run_episode
+from engine.tasks import load_task
+from tests.conftest import write_task
+from tests.test_hardening import CONFIGS, PYTEST_SECRET, SECRET_TEST, episode
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
@@ -246,3 +251,94 @@ def test_a_secret_check_with_ctrf_still_counts(tmp_path: Path, backend: str):
     """Control: the honest answer passes the same verifier."""
     r = episode(tmp_path, backend, "control", "echo s3cr3t-7f1c > /app/out.txt", test=SECRET_TEST)
     assert r.success, (r.status, r.error, r.verifier_output)
+
+
+# -- A second red-team pass (issue 30's session): init, the process tree, sparse results -----------
+INIT_PROBE = r"""
+python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def attempts():
+    r = libc.ptrace(16, 1, 0, 0)  # PTRACE_ATTACH
+    yield "attach", "allowed" if r == 0 else "refused"
+    try:
+        open("/proc/1/mem", "wb").close()
+        yield "mem", "allowed"
+    except OSError:
+        yield "mem", "refused"
+for what, verdict in attempts():
+    print(f"init {what} {verdict}")
+try:  # root may become init's user first (Docker's init runs as nobody)
+    os.setgid(65534); os.setuid(65534)
+except OSError:
+    pass
+else:
+    for what, verdict in attempts():
+        print(f"init-as-nobody {what} {verdict}")
+PY
+echo wrong > /app/out.txt
+"""
+
+
+def test_the_sandbox_init_cannot_be_traced_or_written(tmp_path: Path, backend: str):
+    """init is the one process of the sandbox the engine never ends: an agent that could trace it
+    (gdb -p 1, or its memory through /proc/1/mem) made it run a forger that outlived the agent's
+    turn and wrote reward.txt = 1 into the verifier's results. Neither as root nor as init's own
+    user may an agent process attach to it or open its memory."""
+    r = episode(tmp_path, backend, "trace-init", INIT_PROBE, test=SECRET_TEST)
+    out = "".join(s.output for s in r.steps)
+    assert "init attach refused" in out and "init mem refused" in out, out
+    assert "allowed" not in out, out
+    assert r.scored and not r.success
+
+
+ESCAPE = r"""
+cat > /tmp/.esc.sh <<'SH'
+while :; do [ -f /tmp/expected ] && cat /tmp/expected > /app/out.txt; sleep 0.01; done
+SH
+cat > /tmp/.esc.py <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_PARENT, CLONE_NEWUSER, CLONE_NEWPID, SIGCHLD = 0x8000, 0x10000000, 0x20000000, 17
+for flags in (CLONE_PARENT | CLONE_NEWUSER | CLONE_NEWPID, CLONE_PARENT):  # Docker refuses new namespaces
+    pid = libc.syscall(56, flags | SIGCHLD, 0, 0, 0, 0)  # clone(2) on x86_64
+    if pid == 0:
+        os.setsid()
+        os.execv("/bin/bash", ["bash", "/tmp/.esc.sh"])
+    if pid > 0:
+        break
+os._exit(0)
+PY
+echo wrong > /app/out.txt
+"""
+
+
+def test_a_process_cloned_out_of_the_sandbox_process_tree_is_ended(tmp_path: Path, backend: str):
+    """The session shell replaces itself with a program that clones itself with CLONE_PARENT
+    (and, where allowed, into pid and user namespaces of its own) and exits: the clone is then a
+    child of the host's init, outside every process tree of the sandbox's. Left running, it copied
+    what the verifier staged in /tmp into the agent's answer."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the clone(2) call is written for x86_64")
+    from engine.rollout.agents import CommandsAgent
+
+    test = "#!/bin/bash\necho s3cr3t-7f1c > /tmp/expected\nsleep 1\n" + SECRET_TEST.split("\n", 1)[1]
+    task = load_task(write_task(tmp_path, "clone-parent", test=test))
+    commands = [ESCAPE, "exec python3 /tmp/.esc.py", "sleep 0.5; cat /app/out.txt"]
+    r = run_episode(task, CommandsAgent(commands), config=CONFIGS[backend], backend=backend)
+    assert r.scored and not r.success, (r.status, r.error, [(c.name, c.status) for c in r.checks])
+    assert [c.status for c in r.checks] == ["failed"]
+
+
+def test_a_sparse_file_in_the_verifiers_results_is_not_read_back(tmp_path: Path, backend: str):
+    """The tests run the agent's program (a usual design), which leaves a 4 GiB sparse file in
+    the verifier's results: it takes no room in the sandbox, and `tar` streamed all of it into
+    the engine's memory and then onto the host's disk. Now at most VERIFIER_RESULTS_LIMIT is read,
+    and the episode scores 0."""
+    solve = "printf '#!/bin/bash\\ntruncate -s 4G /logs/verifier/core\\n' > /app/prog.sh; echo wrong > /app/out.txt"
+    test = "#!/bin/bash\nmkdir -p /logs/verifier\nbash /app/prog.sh\n" + SECRET_TEST.split("\n", 1)[1]
+    started = time.monotonic()
+    r = episode(tmp_path, backend, "sparse-results", solve, test=test)
+    assert r.scored and not r.success and r.failure_mode == "verifier_error", (r.status, r.error)
+    assert "64 MiB" in r.error
+    assert time.monotonic() - started < 60
