@@ -154,10 +154,22 @@ def _reaped(pids: set[int], timeout: float = 1.0) -> None:
         time.sleep(0.005)
 
 
-def _running(pid: int) -> bool:
+def _state(stat_path: str) -> bytes:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
+        with open(stat_path, "rb") as fh:
             stat = fh.read()
     except OSError:
+        return b"X"
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+
+
+def _running(pid: int) -> bool:
+    """Whether any thread of `pid` is alive. A process whose main thread has exited reads as a
+    zombie in /proc/PID/stat while its other threads run on: it must be ended like any other."""
+    if _state(f"/proc/{pid}/stat") not in (b"Z", b"X"):
+        return True
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return False
-    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
+    return any(_state(f"/proc/{pid}/task/{tid}/stat") not in (b"Z", b"X") for tid in threads)

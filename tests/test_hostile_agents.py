@@ -342,3 +342,37 @@ def test_a_sparse_file_in_the_verifiers_results_is_not_read_back(tmp_path: Path,
     assert r.scored and not r.success and r.failure_mode == "verifier_error", (r.status, r.error)
     assert "64 MiB" in r.error
     assert time.monotonic() - started < 60
+
+
+LEADERLESS = r"""
+cat > /tmp/.leaderless.py <<'PY'
+import ctypes, os, threading, time
+def copy():
+    while True:
+        try:
+            with open("/tmp/expected") as src, open("/app/out.txt", "w") as dst:
+                dst.write(src.read())
+        except OSError:
+            pass
+        time.sleep(0.01)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        threading.Thread(target=copy).start()
+        ctypes.CDLL(None).syscall(60, 0)  # exit(2) of the main thread alone, on x86_64
+    os._exit(0)
+PY
+python3 /tmp/.leaderless.py
+echo wrong > /app/out.txt
+"""
+
+
+def test_a_process_whose_main_thread_exited_is_still_ended(tmp_path: Path, backend: str):
+    """A process whose main thread has exited reads as a zombie in /proc/PID/stat while its other
+    threads run on. Taken for a zombie, it was never killed, and its thread copied what the
+    verifier staged in /tmp into the agent's answer (or wrote reward.txt itself)."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the exit(2) call is written for x86_64")
+    test = "#!/bin/bash\necho s3cr3t-7f1c > /tmp/expected\nsleep 1\n" + SECRET_TEST.split("\n", 1)[1]
+    r = episode(tmp_path, backend, "leaderless", LEADERLESS, test=test)
+    assert r.scored and not r.success, (r.status, r.error, [(c.name, c.status) for c in r.checks])
