@@ -60,7 +60,8 @@ def test_the_tiers_and_the_held_out_families():
 
 def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
     """Only the wording of an instruction varies: files, words, numbers, solutions and checks of
-    the 17 one-step families are exactly what they were (digest taken before phrasings)."""
+    the 17 one-step families are exactly what they were (digest taken when the train pool grew
+    to 141 words, curriculum v3; before it, the same held with the 16-word pool and phrasings)."""
     digest = hashlib.sha256()
     for f in one_command.FAMILIES:
         for split in ("train", "eval"):
@@ -69,7 +70,31 @@ def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
                     s = instance(f, split, seed, i)
                     fields = [s.name, s.setup, s.solve, s.checks, s.tags, s.difficulty, s.agent_timeout]
                     digest.update(json.dumps(fields).encode())
-    assert digest.hexdigest() == "11c3e751d1e401e26da3dca5a081d3c815fa4c993f4e4aa73915ea7438337b1a"
+    assert digest.hexdigest() == "c1b8b4b5fbf0497831c0319396b04d76e02c56a71bfec5baf4873eb98951b1ec"
+
+
+def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on():
+    """Every family's eval instances, wording included, are those of curriculum v2 (docs/results.md
+    compares stages across commits on them): a larger train pool changed no eval task."""
+    digest = hashlib.sha256()
+    for f in FAMILIES:
+        for seed in (0, 1):
+            for i in range(10):
+                s = instance(f, "eval", seed, i)
+                fields = [s.name, s.instruction, s.setup, s.solve, s.checks, s.tags, s.difficulty, s.agent_timeout]
+                digest.update(json.dumps(fields).encode())
+    assert digest.hexdigest() == "19454c154a7ad2b51933d4aa38c092b4a66067c76f389c7a4896720b9562054d"
+
+
+def test_train_instances_name_their_files_from_many_more_words_than_a_family_has_tasks():
+    """A trained model cannot answer with a name it saw in training: 8 train instances of a family
+    rarely repeat a name, and the pool has no word inside another (a grep for one matches no other)."""
+    pool = WORD_POOLS["train"]
+    assert len(pool) >= 100 and len(set(pool)) == len(pool)
+    everything = pool + WORD_POOLS["eval"]
+    assert not [(a, b) for a in everything for b in everything if a != b and a in b]
+    names = [m for i in range(8) for m in re.findall(r"/app/(\w+)", instance("copy-file", "train", 0, i).instruction)]
+    assert len(set(names)) >= 0.8 * len(names)
 
 
 def test_frames_add_no_number_and_no_word_of_either_split():
@@ -185,7 +210,7 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert root.parent.name == "curriculum" and root.name.startswith("v2-")  # no suite cached before tiers
+    assert root.parent.name == "curriculum" and root.name.startswith("v3-")  # none cached before the larger pool
     counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
     assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
     # Held-out families are only evaluated; every task says its tier and whether it is held out.
