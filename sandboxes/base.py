@@ -134,13 +134,15 @@ class BoundedBytes:
     A sandbox cannot hold more than its disk, but a file can claim more: a sparse one (`truncate
     -s 1T`) takes no space in the sandbox and streams its full size through `tar`, into the
     engine's memory and then the host's disk. Past the limit the rest is read and dropped (the
-    sender must not block), and `check` says what went wrong.
+    sender must not block), `on_overflow` is told once (to stop the sender: a 1 TiB file would
+    otherwise be read to the end), and `check` says what went wrong.
     """
 
-    def __init__(self, limit: int, what: str) -> None:
+    def __init__(self, limit: int, what: str, on_overflow: Callable[[], None] | None = None) -> None:
         self.data = bytearray()
         self.limit, self.what = limit, what
         self.overflow = False
+        self._on_overflow = on_overflow
 
     def extend(self, chunk: bytes) -> None:
         if self.overflow:
@@ -148,6 +150,8 @@ class BoundedBytes:
         if len(self.data) + len(chunk) > self.limit:
             self.overflow = True
             self.data = bytearray()
+            if self._on_overflow is not None:
+                self._on_overflow()
         else:
             self.data.extend(chunk)
 
@@ -214,6 +218,13 @@ class Sandbox(ABC):
     @property
     @abstractmethod
     def alive(self) -> bool: ...
+
+    @property
+    def ended_by_its_memory_limit(self) -> bool:
+        """The sandbox is gone, and its own memory limit's OOM killer was at work: the agent filled
+        the memory it was given and made the sandbox's init the victim (`/proc/1/oom_score_adj`).
+        Its doing, never the machine's, so the episode scores 0 rather than being dropped."""
+        return not self.stopped and not self.alive and "oom_kill" in self.resource_events
 
     @property
     def stopped(self) -> bool:

@@ -557,9 +557,13 @@ class DockerSandbox(SessionSandbox):
         """The container's own cgroup counters (State.OOMKilled only covers its main process)."""
         if self._container is None:
             return {}
+        alive = self.alive  # reloads the container's state
         events = LimitGroup(dirs=self._cgroup_dirs()).events()
         events.update(self._events)
-        init = self._init_pid() if self.alive else None
+        if not alive and self._container.attrs.get("State", {}).get("OOMKilled"):
+            # Its init was the OOM killer's victim (the container's cgroup is gone with it).
+            events["oom_kill"] = max(events.get("oom_kill", 0), 1)
+        init = self._init_pid() if alive else None
         if init is not None:  # /tmp is a capped tmpfs: full means a write failed with ENOSPC
             try:
                 st = os.statvfs(f"/proc/{init}/root/tmp")
@@ -594,9 +598,9 @@ class DockerSandbox(SessionSandbox):
     def _emitter(self, channel: Channel):
         return lambda text: self.emit(OutputChunk(channel, "output", text))
 
-    def _new_session(self) -> PipeShell:
+    def _new_session(self, cwd: str | None = None) -> PipeShell:
         shell = PipeShell(
-            self._exec_argv([self._profile.bash, "--noprofile", "--norc"], as_agent=True),
+            self._exec_argv([self._profile.bash, "--noprofile", "--norc"], cwd=cwd, as_agent=True),
             _host_env(),
             self._emitter("agent"),
             self._interrupt_session,

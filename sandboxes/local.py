@@ -27,6 +27,7 @@ import shutil
 import stat
 import subprocess
 import tarfile
+import threading
 from pathlib import Path
 
 from sandboxes import private_view
@@ -37,6 +38,7 @@ from sandboxes.base import (
     Channel,
     Env,
     ExecResult,
+    Limits,
     OutputChunk,
     PrivateExec,
     SandboxError,
@@ -59,6 +61,9 @@ _NAMESPACE_FLAGS = ("-U", "-m", "-p", "-n", "-i", "-u", "-r", "-w")
 # (or write its memory through /proc/1/mem) and make it run code that outlives the agent's turn
 # next to the verifier. Init never uses it; block-suspend means nothing in a user namespace.
 INIT_CAPABILITY = "CAP_BLOCK_SUSPEND"
+# Init (bwrap and an idle bash) in a memory group of its own, out of the OOM killer's reach
+# when the agent fills its limit.
+INIT_MEMORY_MB = 64
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = (
     "bubblewrap (bwrap) is not installed, and the local sandbox backend needs it. "
@@ -126,6 +131,9 @@ class LocalSandbox(SessionSandbox):
         self._bwrap: subprocess.Popen | None = None
         self._init_pid: int | None = None
         self._group: LimitGroup | None = None
+        # Init's own group: in the agent's, an agent that raised init's oom_score_adj and then
+        # filled its memory limit had the OOM killer end init, and the sandbox with it.
+        self._init_group: LimitGroup | None = None
         # The verifier's own budget: an agent's runaway processes must not starve the judge.
         self._verifier_group: LimitGroup | None = None
         self._session: PipeShell | None = None
@@ -138,6 +146,7 @@ class LocalSandbox(SessionSandbox):
         bwrap = bwrap_path()
         limits = self.spec.limits
         self._group = create_group(limits)
+        self._init_group = create_group(Limits(cpus=limits.cpus, memory_mb=INIT_MEMORY_MB, pids=8), tag="trsi-init")
         size = str(limits.disk_mb * 1024 * 1024)
         argv = [
             bwrap,
@@ -202,7 +211,7 @@ class LocalSandbox(SessionSandbox):
         ]  # dash only takes fds 0-9
         try:
             self._bwrap = subprocess.Popen(
-                self._wrap(argv),
+                self._wrap(argv, group=self._init_group),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -258,7 +267,7 @@ class LocalSandbox(SessionSandbox):
                     pass
             if self._bwrap.stderr is not None:
                 self._bwrap.stderr.close()
-        for group in (self._group, self._verifier_group):
+        for group in (self._group, self._init_group, self._verifier_group):
             if group is not None:
                 group.destroy()
 
@@ -321,14 +330,14 @@ class LocalSandbox(SessionSandbox):
 
         return emit
 
-    def _new_session(self) -> PipeShell:
+    def _new_session(self, cwd: str | None = None) -> PipeShell:
         shell = PipeShell(
             self._nsenter([host_tool("bash"), "--noprofile", "--norc"]),
             self._env(),
             self._emitter("agent"),
             self._interrupt_session,
         )
-        probe = shell.run(f"cd {self.spec.workdir}", timeout=10)
+        probe = shell.run(f"cd -- {shell_quote(cwd or self.spec.workdir)}", timeout=10)
         if probe.exit_code != 0:
             shell.kill()
             raise SandboxError(f"sandbox shell did not start: {probe.output.strip()!r}")
@@ -391,7 +400,9 @@ class LocalSandbox(SessionSandbox):
         )
         self.emit(OutputChunk(channel, "command", command))
         read_fd, write_fd = os.pipe()
-        collected = BoundedBytes(VERIFIER_RESULTS_LIMIT, "the verifier's results")
+        # Past the limit the run is ended: a sparse 1 TiB file would stream until the timeout.
+        overflowed = threading.Event()
+        collected = BoundedBytes(VERIFIER_RESULTS_LIMIT, "the verifier's results", on_overflow=overflowed.set)
         reader = PipeReader(os.fdopen(read_fd, "rb", buffering=0), collected.extend, "collect-reader")
         try:
             # The child must see the pipe as fd 3: bash dups it there (dash only handles fds 0-9).
@@ -405,6 +416,7 @@ class LocalSandbox(SessionSandbox):
                 self._emitter(channel),
                 stdin_data=run.uploads_tar,
                 pass_fds=(write_fd,),
+                abort=overflowed,
             )
         finally:
             os.close(write_fd)

@@ -1,4 +1,10 @@
-"""A sandbox whose agent session is a PipeShell: the run-and-recover logic both backends share."""
+"""A sandbox whose agent session is a PipeShell: the run-and-recover logic both backends share.
+
+When the agent's shell exits, a new one replaces it. When none can start in a sandbox that is
+still there (the agent removed or locked the working directory, or the whole filesystem), or the
+agent's memory use got the sandbox ended, that is the agent's doing: its session is lost, each
+further command is answered so, and the episode goes on to be verified (scored), never dropped
+as an infrastructure error. A sandbox that dies any other way is the machine's failure."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ class SessionSandbox(Sandbox):
         self._lock = threading.Lock()
         self._stopped = False
         self._starting = False
+        self._session_lost = ""  # why the agent has no shell any more
 
     # -- lifecycle -------------------------------------------------------------------------
     # A run cancelled just before an episode's sandbox starts stops it first, or while start()
@@ -63,22 +70,25 @@ class SessionSandbox(Sandbox):
         """Kill everything in the sandbox and release what _start() made (any part of it). Runs once."""
 
     @abstractmethod
-    def _new_session(self) -> PipeShell:
-        """Start a fresh session shell in the workdir."""
+    def _new_session(self, cwd: str | None = None) -> PipeShell:
+        """Start a fresh session shell in `cwd` (default: the workdir)."""
 
     def run(self, command: str, timeout: float) -> ExecResult:
         if self._session is None:
-            raise SandboxError("sandbox is not started")
+            if not self._session_lost:
+                raise SandboxError("sandbox is not started")
+            self.emit(OutputChunk("agent", "command", command))
+            result = ExecResult(f"[trsi: not run: {self._session_lost}]\n", None, False, 0.0)
+            self.emit(OutputChunk("agent", "exit", result.status_text))
+            return result
         self.emit(OutputChunk("agent", "command", command))
         result = self._session.run(command, timeout)
         if result.shell_restarted or not self._session.alive:
             # The shell exited (`exit`, a crash): replace it, unless the whole sandbox is gone.
             self._session.kill()
-            if not self.alive:
-                raise SandboxError(f"{self.backend_name} sandbox died during the command")
-            self._session = self._new_session()
+            self._session = None
             result = ExecResult(
-                result.output + f"\n[trsi: the shell exited; a new shell was started in {self.workdir}]\n",
+                result.output + f"\n[trsi: {self._restart_session()}]\n",
                 result.exit_code,
                 result.timed_out,
                 result.duration_s,
@@ -87,3 +97,23 @@ class SessionSandbox(Sandbox):
             )
         self.emit(OutputChunk("agent", "exit", result.status_text))
         return result
+
+    def _restart_session(self) -> str:
+        """Start a new session shell after the last one exited; say what happened."""
+        error = ""
+        # The workdir first; the root when the agent made the workdir unusable.
+        for cwd in dict.fromkeys((self.workdir, "/")):
+            if not self.alive:
+                break
+            try:
+                self._session = self._new_session(cwd)
+                return f"the shell exited; a new shell was started in {cwd}"
+            except SandboxError as exc:
+                error = str(exc)
+        if self.alive:
+            self._session_lost = f"the shell exited and no new shell could start ({error[-200:]})"
+        elif self.ended_by_its_memory_limit:
+            self._session_lost = "the sandbox ran out of its memory limit and was ended"
+        else:
+            raise SandboxError(f"{self.backend_name} sandbox died during the command")
+        return self._session_lost

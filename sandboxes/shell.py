@@ -284,10 +284,12 @@ def run_streamed(
     stdin_data: bytes | None = None,
     pass_fds: Sequence[int] = (),
     stdout_sink: Callable[[bytes], None] | None = None,
+    abort: threading.Event | None = None,
 ) -> ExecResult:
     """Run a one-shot command to completion, streaming its merged output.
 
     With `stdout_sink`, stdout is raw data for the sink and only stderr is the command's output.
+    Setting `abort` ends the command as a timeout would (exit code None, not timed out).
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -321,13 +323,18 @@ def run_streamed(
     readers = [PipeReader(text_stream, capture.add, "exec-reader")]
     if stdout_sink:
         readers.append(PipeReader(proc.stdout, stdout_sink, "exec-data"))
-    timed_out = False
-    try:
-        code: int | None = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        on_timeout(proc)
-        code = None
+    code: int | None = None
+    deadline = start + timeout
+    while True:
+        try:
+            code = proc.wait(timeout=0.05 if abort is not None else max(0.0, deadline - time.monotonic()))
+            timed_out = False
+            break
+        except subprocess.TimeoutExpired:
+            timed_out = time.monotonic() >= deadline
+            if timed_out or (abort is not None and abort.is_set()):
+                on_timeout(proc)
+                break
     # A background process that inherited the pipe may keep it open: don't wait for it forever.
     for reader in readers:
         if not reader.join(timeout=2.0 if reader is readers[0] else 30.0):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.rollout.agents import OracleAgent
 from engine.rollout.episode import run_episode
 from engine.tasks import load_task
 from tests.conftest import write_task
@@ -376,3 +377,53 @@ def test_a_process_whose_main_thread_exited_is_still_ended(tmp_path: Path, backe
     test = "#!/bin/bash\necho s3cr3t-7f1c > /tmp/expected\nsleep 1\n" + SECRET_TEST.split("\n", 1)[1]
     r = episode(tmp_path, backend, "leaderless", LEADERLESS, test=test)
     assert r.scored and not r.success, (r.status, r.error, [(c.name, c.status) for c in r.checks])
+
+
+# -- A fourth red-team pass: a sandbox the agent kills, a session it breaks, results it inflates -----
+OOM_INIT = r"""
+echo 1000 > /proc/1/oom_score_adj 2>/dev/null; echo "init adj $(cat /proc/1/oom_score_adj)"
+echo wrong > /app/out.txt
+for i in $(seq 12); do python3 -c 'import time; x = b"x" * (48 << 20); time.sleep(15)' & done
+wait
+"""
+
+
+def test_an_agent_that_gets_init_killed_by_the_oom_killer_scores_zero(tmp_path: Path, backend: str):
+    """The agent makes the sandbox's init the OOM killer's first choice, then fills its memory
+    limit: init died, the sandbox with it, and the failing episode was dropped as an
+    infrastructure error (unscored), which a failing agent prefers to a zero."""
+    r = episode(tmp_path, backend, "oom-init", OOM_INIT, test=SECRET_TEST)
+    assert "init adj 1000" in "".join(s.output for s in r.steps)  # the attack's first half worked
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+    assert "oom_kill" in r.resource_events
+
+
+@pytest.mark.parametrize(
+    "breaks",
+    ["chmod 000 /app", "cd /; rm -rf /app; echo x > /app", "chmod 000 /app /; cd /; rm -rf /app; echo x > /app"],
+    ids=["unreadable", "file", "root-too"],
+)
+def test_a_session_that_cannot_restart_ends_the_turn_scored(tmp_path: Path, backend: str, breaks: str):
+    """The agent breaks what a new session shell needs (its working directory), then exits the
+    shell: the restart failed, and the episode was dropped as an infrastructure error."""
+    from engine.rollout.agents import CommandsAgent
+
+    task = load_task(write_task(tmp_path, "no-restart", test=SECRET_TEST))
+    commands = ["echo wrong > /app/out.txt", f"{breaks}; exit", "echo still-here"]
+    r = run_episode(task, CommandsAgent(commands), config=CONFIGS[backend], backend=backend)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.error)
+    assert len(r.steps) == 3 and "shell" in r.steps[1].output, [s.output for s in r.steps]
+
+
+def test_an_endless_sparse_results_file_stops_the_verifier_at_the_limit(tmp_path: Path, backend: str):
+    """A 1 TiB sparse file in the verifier's results: memory stayed bounded, but the whole of it
+    was read (and dropped) until the verifier's timeout. The run is stopped past the limit."""
+    solve = "printf '#!/bin/bash\\ntruncate -s 1T /logs/verifier/core\\n' > /app/prog.sh; echo wrong > /app/out.txt"
+    test = "#!/bin/bash\nmkdir -p /logs/verifier\nbash /app/prog.sh\n" + SECRET_TEST.split("\n", 1)[1]
+    toml = "[agent]\ntimeout_sec = 30\n[verifier]\ntimeout_sec = 600\n[environment]\nmemory_mb = 256\n"
+    started = time.monotonic()
+    task = load_task(write_task(tmp_path, "endless-results", solve=solve, test=test, toml=toml))
+    r = run_episode(task, OracleAgent(), config=CONFIGS[backend], backend=backend)
+    assert r.scored and not r.success and r.failure_mode == "verifier_error", (r.status, r.error)
+    assert "64 MiB" in r.error
+    assert time.monotonic() - started < 60

@@ -5,8 +5,10 @@ Infrastructure failures (the sandbox or the engine failing, setup.sh failing) ar
 such with no reward: a broken machine is not a zero-scoring agent. What happens inside the
 sandbox after the agent's turn is the agent's doing: a verifier that times out, dies or writes
 no report, agent processes that cannot be ended, or a tampered verifier environment, all score
-0 with the reason in `failure_mode`. Otherwise an agent that is failing could break the
-verifier to turn its failure into an episode that is dropped.
+0 with the reason in `failure_mode`; so does a sandbox that its own memory limit ended during the
+agent's turn or the verifier's (`Sandbox.ended_by_its_memory_limit`). Otherwise an agent that is
+failing could break the verifier, or the sandbox, to turn its failure into an episode that is
+dropped.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from sandboxes import (
 )
 
 ENV_STAGING = "/run/trsi/environment"
+SANDBOX_OOM = "sandbox_oom: the agent's processes filled the sandbox's memory limit and the sandbox was ended"
 
 
 def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
@@ -141,6 +144,7 @@ def run_episode(
         on_sandbox(sandbox)
     agent_run: AgentRun | None = None
     events: dict[str, int] = {}
+    agent_started, agent_timed_out, failed_closed = False, False, ""
     try:
         t = time.monotonic()
         sandbox.start()
@@ -159,6 +163,7 @@ def run_episode(
 
         phase("agent")
         sandbox.agent_turn_starts()
+        agent_started = True
         t = time.monotonic()
         deadline = t + task.agent_timeout_sec
         agent_run = agent.act(task, sandbox, deadline)
@@ -172,16 +177,19 @@ def run_episode(
         except (AgentProcessesSurvived, EnvironmentTampered) as exc:
             failed_closed = "verifier_isolation" if isinstance(exc, AgentProcessesSurvived) else "tampered"
             outcome = VerifierOutcome("error", error=f"{failed_closed}: {exc}")
-        else:
-            failed_closed = ""
         # The agent's limit hits, read once its processes are gone (the verifier's do not count).
         events = sandbox.resource_events
         if not failed_closed:
             outcome = run_verifier(sandbox, task)
+            if outcome.status == "infra" and sandbox.ended_by_its_memory_limit:
+                failed_closed, outcome = "sandbox_oom", VerifierOutcome("error", error=SANDBOX_OOM)
         phases["verifier"] = time.monotonic() - t
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
-        return infra("sandbox_error", str(exc), agent_run)
+        if not (agent_started and sandbox.ended_by_its_memory_limit):
+            return infra("sandbox_error", str(exc), agent_run)
+        agent_run = agent_run or AgentRun()
+        events, failed_closed, outcome = {"oom_kill": 1}, "sandbox_oom", VerifierOutcome("error", error=SANDBOX_OOM)
     except PolicyError as exc:  # the model failed to load or answer: not the agent's fault
         return infra("policy_error", str(exc), agent_run)
     except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
