@@ -59,6 +59,16 @@ from sandboxes.shell import PipeShell, read_tar_bounded, real_dir_function, run_
 log = logging.getLogger(__name__)
 
 
+def _engine_exec(argv: list[str], what: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """One of the engine's short `docker exec`s, its output decoded leniently (the agent names
+    the files it reports on); a run past `timeout` (a tree of millions of hard links to remove)
+    is a SandboxError like any other failure there."""
+    try:
+        return subprocess.run(argv, env=_host_env(), capture_output=True, text=True, errors="replace", timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SandboxError(f"{what} took over {timeout:g}s") from None
+
+
 def _host_env() -> dict[str, str]:
     keep = ("PATH", "HOME", "DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY")
     return {k: v for k, v in os.environ.items() if k in keep}
@@ -450,15 +460,16 @@ class DockerSandbox(SessionSandbox):
         polls = 0
         while not self._stopped and self._watching:
             try:
-                used = int(
-                    subprocess.run(["du", "-sxb", upper], capture_output=True, text=True, timeout=30).stdout.split()[0]
-                )
+                du = subprocess.run(["du", "-sxb", upper], capture_output=True, text=True, errors="replace", timeout=30)
+                used = int(du.stdout.split()[0])
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
             files = 0
             if polls % 4 == 0:  # a second count of the same tree: once a second is enough
                 try:
-                    out = subprocess.run(["du", "-sx", "--inodes", upper], capture_output=True, text=True, timeout=30)
+                    out = subprocess.run(
+                        ["du", "-sx", "--inodes", upper], capture_output=True, text=True, errors="replace", timeout=30
+                    )
                     files = int(out.stdout.split()[0])
                 except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                     files = 0
@@ -495,7 +506,7 @@ class DockerSandbox(SessionSandbox):
 
     def agent_turn_starts(self) -> None:
         layer = self._layer()
-        self._layer_before = tamper.snapshot(layer[0]) if layer else None
+        self._layer_before = tamper.snapshot(layer[0], MAX_LAYER_FILES) if layer else None
 
     def prepare_for_verification(self) -> None:
         """End every process but pid 1 (the agent's shell, its jobs, its daemons), then check the
@@ -513,9 +524,12 @@ class DockerSandbox(SessionSandbox):
             log.warning("container %s: no writable layer to check for tampering", self._container.id)  # type: ignore[union-attr]
             return
         upper, lowers = layer
-        after = tamper.snapshot(upper)
-        if len(after) > MAX_LAYER_FILES:  # a flood that ended between two polls of the watcher
+        limit = len(self._layer_before) + MAX_LAYER_FILES
+        after = tamper.snapshot(upper, limit)
+        if after is None or len(after) > MAX_LAYER_FILES:  # a flood that ended between two polls of the watcher
             self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
+        if after is None:  # hard links count no inode, so the watcher need not have seen them
+            raise EnvironmentTampered(f"the agent left over {limit} files and links: too many to check")
         found = tamper.tampered(tamper.changes(self._layer_before, after), upper, lowers, self._layer_before)
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
@@ -667,9 +681,7 @@ class DockerSandbox(SessionSandbox):
         )
         if req.masks:
             prep += f"{b} rm -rf -- {' '.join(shell_words(list(req.masks)))}\n"
-        done = subprocess.run(
-            self._exec_argv([b, "sh", "-c", prep], cwd="/"), env=_host_env(), capture_output=True, text=True, timeout=60
-        )
+        done = _engine_exec(self._exec_argv([b, "sh", "-c", prep], cwd="/"), "preparing the verifier's directories")
         if done.returncode != 0:
             raise SandboxError(f"could not prepare the verifier's directories: {(done.stdout + done.stderr)[-300:]}")
         for dest, src in req.uploads.items():
@@ -694,13 +706,7 @@ class DockerSandbox(SessionSandbox):
 
     def upload(self, src: Path, dest: str) -> None:
         _, target_dir = pack_upload(src, dest)
-        mk = subprocess.run(
-            self._exec_argv([BUSYBOX, "mkdir", "-p", "--", target_dir]),
-            env=_host_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        mk = _engine_exec(self._exec_argv([BUSYBOX, "mkdir", "-p", "--", target_dir]), f"the upload to {dest}")
         if mk.returncode != 0:
             raise SandboxError(f"upload to {dest} failed: {(mk.stdout + mk.stderr).strip()}")
         self._put(src, dest)

@@ -15,17 +15,30 @@ keep working:
   and library directories, changed, replaced or deleted: the interpreter, the standard library,
   shared libraries, bash, coreutils (site-packages excepted, where upgrades are ordinary);
 - in any site-packages that existed before the turn (the image's, or a virtual environment it
-  ships; not one the agent made): the test runner and what it imports at start-up (pytest, _pytest,
-  pluggy, iniconfig, packaging, ...), created or changed; a `.pth` file with an executable line
-  (`import ...`), created or changed; `sitecustomize` / `usercustomize`; an `entry_points.txt`
-  declaring pytest plugins (`[pytest11]`), which pytest loads by itself;
+  ships; not one the agent made) or where the system's Python would look for one
+  (`/usr/local/lib/python3.X/site-packages`, made by the agent, is on its sys.path too): the
+  test runner and what it imports at start-up (pytest, _pytest, pluggy, iniconfig, packaging,
+  ...), created or changed; any `.pth` file, created or changed (an `import` line runs code at
+  start-up, and a path line puts a directory of the agent's on sys.path, where the verifier's
+  guard trusts it); `sitecustomize` / `usercustomize`; an
+  `entry_points.txt` of a `.dist-info` or `.egg-info` declaring pytest plugins (`[pytest11]`),
+  which pytest loads by itself;
 - any change in the standard library's directories or zip (a new `pytest/` there is found
   before site-packages);
 - a system directory, or one on the way to it (`/lib64`, `/usr/local/bin`, `/usr`), replaced by
   a link or a file, or removed and remade;
 - a new program in a PATH directory that shadows one later on PATH (`/usr/local/bin/python3`
-  before `/usr/bin/python3`); the dynamic loader's preload list and Python's own config under
-  /etc.
+  before `/usr/bin/python3`); the dynamic loader's preload list, its search configuration
+  (`ld.so.conf*`, `ld.so.cache`) and Python's own config under /etc;
+- `/etc/nsswitch.conf` and `/etc/gconv`-style module lists, and a new NSS module
+  (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
+  looks up a user (bash at start-up) or converts a charset, the verifier's included;
+- an interpreter's landmark files beside or above it (`pyvenv.cfg`, `*._pth`, `pybuilddir.txt`
+  in /, /usr, /usr/local or a PATH directory): they move Python's standard library elsewhere.
+
+What the engine reads here it opens without following links or blocking, as regular files
+only, and at most `READ_LIMIT` bytes: a FIFO, a link to `/dev/zero` or a sparse file must not
+hang the engine or fill its memory (anything else where a small file is expected is tampering).
 
 New files elsewhere (a package pip installed, a library apt unpacked) are not tampering.
 """
@@ -59,6 +72,8 @@ SYSTEM_DIRS = (
 )
 PATH_DIRS = ("usr/local/sbin/", "usr/local/bin/", "usr/sbin/", "usr/bin/", "sbin/", "bin/")
 _SITE = re.compile(r"/(site|dist)-packages/")
+# Where the system's Python looks for site-packages whether or not the image has made them yet.
+_SYSTEM_SITE = re.compile(r"^(usr/(local/)?)?lib(64)?/python[\d.]*/(site|dist)-packages$")
 # pytest and what it imports while starting, before any test runs.
 RUNNER_PACKAGES = frozenset(
     {"pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "exceptiongroup", "tomli", "attr", "attrs"}
@@ -70,8 +85,20 @@ SYSTEM_ROOTS = frozenset(
 )
 # The standard library (outside site-packages) and its zip, first on sys.path.
 _STDLIB = re.compile(r"^(usr/(local/)?)?lib(64)?/python\d[\d.]*(/|$)|^(usr/(local/)?)?lib(64)?/python\d+\.zip$")
-ALWAYS_PROTECTED = ("etc/ld.so.preload", "root/.local/bin/env", "root/.cargo/env")
-_EXECUTABLE_PTH = re.compile(rb"^\s*import[\s\t]", re.MULTILINE)
+ALWAYS_PROTECTED = (
+    "etc/ld.so.preload",
+    "etc/ld.so.conf",
+    "etc/ld.so.cache",
+    "etc/nsswitch.conf",
+    "root/.local/bin/env",
+    "root/.cargo/env",
+)
+PROTECTED_PREFIXES = ("etc/ld.so.conf.d/",)
+# Files glibc loads by name from its library directories into programs that never asked for them.
+_GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)$")
+# Python's landmarks: beside the interpreter or one directory up, they relocate its stdlib.
+_LANDMARK_DIRS = frozenset({"", "usr", "usr/local", *(d.rstrip("/") for d in PATH_DIRS)})
+READ_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,25 +113,28 @@ class Entry:
 Manifest = dict[str, Entry]
 
 
-def snapshot(upper: Path) -> Manifest:
-    """Every entry of the writable layer, by path relative to the container's root."""
+def snapshot(upper: Path, limit: int | None = None) -> Manifest | None:
+    """Every entry of the writable layer, by path relative to the container's root; None when
+    there are more than `limit` (hard links are entries without inodes: millions of them would
+    take the engine's memory, gigabytes of it, to record)."""
     found: Manifest = {}
     stack = [upper]
     while stack:
-        here = stack.pop()
         try:
-            entries = list(os.scandir(here))
+            with os.scandir(stack.pop()) as entries:  # read as it goes: one directory may hold millions
+                for e in entries:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if limit is not None and len(found) >= limit:
+                        return None
+                    rel = os.path.relpath(e.path, upper)
+                    found[rel] = Entry(stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(Path(e.path))
         except OSError:
             continue
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            rel = os.path.relpath(e.path, upper)
-            found[rel] = Entry(stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(Path(e.path))
     return found
 
 
@@ -132,7 +162,7 @@ def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
 
 
 def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
-    if rel in ALWAYS_PROTECTED:
+    if rel in ALWAYS_PROTECTED or rel.startswith(PROTECTED_PREFIXES):
         return "read or sourced by the verifier's programs"
     path = upper / rel
     try:
@@ -148,7 +178,7 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         return ""  # a user's site-packages: the verifier runs with PYTHONNOUSERSITE=1
     if site:
         site_dir = rel[: site.end() - 2]  # e.g. usr/lib/python3/dist-packages
-        if not _existed(site_dir, lowers, before):
+        if not _existed(site_dir, lowers, before) and not _SYSTEM_SITE.match(site_dir):
             return ""  # a virtual environment the agent made: its own code, like any program of its
         inside = ("/" + rel)[site.end() :]
         top = inside.split("/", 1)[0]
@@ -157,14 +187,22 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
             return "the test runner's packages"
         if name in ("sitecustomize", "usercustomize"):
             return "start-up hook of every Python process"
-        if top.endswith(".pth") and st is not None and _executable_pth(path):
-            return "a .pth file that runs code at start-up"
-        if rel.endswith(".dist-info/entry_points.txt") and st is not None and _declares_pytest_plugin(path):
-            return "declares a pytest plugin"
+        if top.endswith(".pth") and st is not None:
+            return "a .pth file (it runs code or adds a directory to sys.path at start-up)"
+        if rel.endswith((".dist-info/entry_points.txt", ".egg-info/entry_points.txt")) and st is not None:
+            head = _head(path)
+            if head is None or len(head) >= READ_LIMIT:
+                return "an entry_points.txt that is not a small regular file"
+            if b"[pytest11]" in head:
+                return "declares a pytest plugin"
         return ""
     if _STDLIB.match(rel):
         return "the standard library (a new module there shadows site-packages)"
     base = os.path.basename(rel)
+    if (base in ("pyvenv.cfg", "pybuilddir.txt") or base.endswith("._pth")) and os.path.dirname(rel) in _LANDMARK_DIRS:
+        return "a Python landmark that relocates the standard library"
+    if st is not None and rel.startswith(SYSTEM_DIRS) and _GLIBC_MODULES.search(rel):
+        return "a module glibc loads into every program (NSS, gconv)"
     if base in ("sitecustomize.py", "usercustomize.py") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
     if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
@@ -187,15 +225,18 @@ def _opaque(path: Path) -> bool:
     return False
 
 
-def _executable_pth(path: Path) -> bool:
+def _head(path: Path) -> bytes | None:
+    """Up to READ_LIMIT bytes of a regular file in the layer, or None for anything else (a link,
+    which would be followed on the host; a FIFO, which would block the engine)."""
     try:
-        return bool(_EXECUTABLE_PTH.search(path.read_bytes()[:65536]))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return False
-
-
-def _declares_pytest_plugin(path: Path) -> bool:
+        return None
     try:
-        return b"[pytest11]" in path.read_bytes()[:65536]
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, READ_LIMIT)
     except OSError:
-        return False
+        return None
+    finally:
+        os.close(fd)

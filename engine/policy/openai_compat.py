@@ -8,9 +8,14 @@ server does not hand back sampled token ids in the OpenAI API).
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from engine.policy.base import Generation, Messages, PolicyError, Seed, Tools
+
+# How servers say a request does not fit: vLLM and OpenAI ("maximum context length"),
+# llama-server ("exceeds the available context size"), others ("too many tokens").
+CONTEXT_FULL = re.compile(r"context (length|size|window)|too many tokens|prompt is too long", re.IGNORECASE)
 
 
 class OpenAIPolicy:
@@ -50,6 +55,11 @@ class OpenAIPolicy:
         try:
             resp = self._client.chat.completions.create(**kwargs)
         except openai.APIError as exc:
+            if CONTEXT_FULL.search(str(exc)):
+                # What the episode printed filled the server's context: the episode ends there and
+                # is verified, as with a local model (an agent must not turn its failure into a
+                # dropped episode by flooding its own context).
+                return Generation("", finish_reason="context_full", seconds=time.monotonic() - start)
             raise PolicyError(f"{self.name}: {exc}") from None
         choice = resp.choices[0]
         content = choice.logprobs.content if choice.logprobs and choice.logprobs.content else []

@@ -13,6 +13,7 @@ dropped.
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from datetime import datetime, timezone
@@ -36,6 +37,8 @@ from sandboxes import (
     SandboxSpec,
     create_sandbox,
 )
+
+log = logging.getLogger(__name__)
 
 ENV_STAGING = "/run/trsi/environment"
 SANDBOX_OOM = "sandbox_oom: the agent's processes filled the sandbox's memory limit and the sandbox was ended"
@@ -192,8 +195,15 @@ def run_episode(
         events, failed_closed, outcome = {"oom_kill": 1}, "sandbox_oom", VerifierOutcome("error", error=SANDBOX_OOM)
     except PolicyError as exc:  # the model failed to load or answer: not the agent's fault
         return infra("policy_error", str(exc), agent_run)
-    except Exception as exc:  # noqa: BLE001 - one broken episode must not end the run
-        return infra("internal_error", f"{type(exc).__name__}: {exc}", agent_run)
+    except Exception as exc:  # one broken episode must not end the run
+        if agent_run is None or not sandbox.alive:
+            return infra("internal_error", f"{type(exc).__name__}: {exc}", agent_run)
+        # After the agent's turn, in a live sandbox, what the engine trips on is what the agent
+        # left there (a file that cannot be read, a name that cannot be decoded): scored 0, as a
+        # verifier that cannot run is, and logged in full in case it is the engine's own bug.
+        log.exception("episode %s: verification failed on the sandbox's final state", episode_id)
+        failed_closed = "verifier_error"
+        outcome = VerifierOutcome("error", error=f"verifier_error: {type(exc).__name__}: {exc}")
     finally:
         sandbox.stop()
         if on_sandbox:

@@ -135,8 +135,19 @@ GUARD_DIR = "/run/trsi-verifier-guard"
 # The guard goes in front of whatever PYTHONPATH the image sets.
 VERIFIER_COMMAND = f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
 # pytest looks for its ini file from /tests upwards, so files at the root written by the agent
-# would configure the verifier's pytest (plugins, pythonpath). The verifier does not see them.
-MASKED_FILES = ("/pytest.ini", "/pyproject.toml", "/setup.cfg", "/tox.ini", "/conftest.py", "/setup.py")
+# would configure the verifier's pytest (plugins, pythonpath, `addopts = --co`, which passes by
+# running nothing). The verifier does not see them: every name any pytest version reads.
+MASKED_FILES = (
+    "/pytest.ini",
+    "/.pytest.ini",
+    "/pytest.toml",
+    "/.pytest.toml",
+    "/pyproject.toml",
+    "/setup.cfg",
+    "/tox.ini",
+    "/conftest.py",
+    "/setup.py",
+)
 
 
 def run_verifier(sandbox: Sandbox, task: Task) -> VerifierOutcome:

@@ -12,6 +12,15 @@ from engine.store.records import CheckRecord, EpisodeOutcome, EpisodeRecord, Mod
 from engine.store.schema import Database, now, pid_alive
 
 
+def storable(row: dict) -> dict:
+    """A row whose text SQLite can hold. A sandbox's file names reach results decoded with
+    surrogateescape, and a report's JSON may carry `\\udcff`: a lone surrogate cannot be encoded
+    as UTF-8, and one such episode would end the run that stores it."""
+    return {
+        k: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v for k, v in row.items()
+    }
+
+
 class RunRepository:
     def __init__(self, database: Database) -> None:
         self._d = database
@@ -62,29 +71,31 @@ class RunRepository:
     def record_episode(self, r: EpisodeResult) -> None:
         with self._d.lock, self._d.db.atomic():
             self._d.db["episodes"].insert(
-                {
-                    "id": r.episode_id,
-                    "run_id": r.run_id,
-                    "task": r.task,
-                    "split": r.split,
-                    "agent": r.agent,
-                    "backend": r.backend,
-                    "attempt": r.attempt,
-                    "status": r.status,
-                    "success": int(r.success),
-                    "checks_passed": r.checks_passed,
-                    "checks_total": r.checks_total,
-                    "reward": r.reward,
-                    "failure_mode": r.failure_mode,
-                    "error": r.error,
-                    "verifier_source": r.verifier_source,
-                    "verifier_output": r.verifier_output,
-                    "started_at": r.started_at,
-                    "duration_s": r.duration_s,
-                    "phase_s": json.dumps(r.phase_s),
-                    "resource_events": ",".join(r.resource_events),
-                    "stop_reason": r.stop_reason,
-                }
+                storable(
+                    {
+                        "id": r.episode_id,
+                        "run_id": r.run_id,
+                        "task": r.task,
+                        "split": r.split,
+                        "agent": r.agent,
+                        "backend": r.backend,
+                        "attempt": r.attempt,
+                        "status": r.status,
+                        "success": int(r.success),
+                        "checks_passed": r.checks_passed,
+                        "checks_total": r.checks_total,
+                        "reward": r.reward,
+                        "failure_mode": r.failure_mode,
+                        "error": r.error,
+                        "verifier_source": r.verifier_source,
+                        "verifier_output": r.verifier_output,
+                        "started_at": r.started_at,
+                        "duration_s": r.duration_s,
+                        "phase_s": json.dumps(r.phase_s),
+                        "resource_events": ",".join(r.resource_events),
+                        "stop_reason": r.stop_reason,
+                    }
+                )
             )
             if r.token_ids:
                 self._d.db["episode_tokens"].insert(
@@ -98,25 +109,29 @@ class RunRepository:
                     }
                 )
             self._d.db["checks"].insert_all(
-                {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
+                storable(
+                    {"episode_id": r.episode_id, "idx": i, "name": c.name, "status": c.status, "message": c.message}
+                )
                 for i, c in enumerate(r.checks)
             )
             self._d.db["steps"].insert_all(
-                {
-                    "episode_id": r.episode_id,
-                    "idx": i,
-                    "command": s.command,
-                    "output": s.output,
-                    "exit_code": s.exit_code,
-                    "timed_out": int(s.timed_out),
-                    "duration_s": s.duration_s,
-                    "action_text": s.action_text,
-                    "token_ids": json.dumps(list(s.token_ids)),
-                    "logprobs": json.dumps(list(s.logprobs)),
-                    "prompt_tokens": s.prompt_tokens,
-                    "parse_error": s.parse_error,
-                    "generation_s": s.generation_s,
-                }
+                storable(
+                    {
+                        "episode_id": r.episode_id,
+                        "idx": i,
+                        "command": s.command,
+                        "output": s.output,
+                        "exit_code": s.exit_code,
+                        "timed_out": int(s.timed_out),
+                        "duration_s": s.duration_s,
+                        "action_text": s.action_text,
+                        "token_ids": json.dumps(list(s.token_ids)),
+                        "logprobs": json.dumps(list(s.logprobs)),
+                        "prompt_tokens": s.prompt_tokens,
+                        "parse_error": s.parse_error,
+                        "generation_s": s.generation_s,
+                    }
+                )
                 for i, s in enumerate(r.steps)
             )
 
