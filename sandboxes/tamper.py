@@ -18,11 +18,11 @@ keep working:
   ships; not one the agent made) or where the system's Python would look for one
   (`/usr/local/lib/python3.X/site-packages`, made by the agent, is on its sys.path too): the
   test runner and what it imports at start-up (pytest, _pytest, pluggy, iniconfig, packaging,
-  ...), created or changed; any `.pth` file, created or changed (an `import` line runs code at
-  start-up, and a path line puts a directory of the agent's on sys.path, where the verifier's
-  guard trusts it); `sitecustomize` / `usercustomize`; an
-  `entry_points.txt` of a `.dist-info` or `.egg-info` declaring pytest plugins (`[pytest11]`),
-  which pytest loads by itself;
+  ...), created or changed, in any form (a package, `.py`, `.pyc`, an extension module); any
+  `.pth` file, created or changed (an `import` line runs code at start-up, and a path line puts
+  a directory of the agent's on sys.path, where the verifier's guard trusts it);
+  `sitecustomize` / `usercustomize`; an `entry_points.txt` of a `.dist-info` or `.egg-info`
+  (in any case) declaring pytest plugins (`[pytest11]`), which pytest loads by itself;
 - any change in the standard library's directories or zip (a new `pytest/` there is found
   before site-packages);
 - a system directory, or one on the way to it (`/lib64`, `/usr/local/bin`, `/usr`), replaced by
@@ -182,14 +182,18 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
             return ""  # a virtual environment the agent made: its own code, like any program of its
         inside = ("/" + rel)[site.end() :]
         top = inside.split("/", 1)[0]
-        name = top[:-3] if top.endswith(".py") else top
+        # A module's name is what precedes its first dot, whatever its form: `iniconfig.pyc`,
+        # `foo.cpython-311-x86_64-linux-gnu.so`, or a compiled copy in a top-level __pycache__.
+        parts = inside.split("/")
+        name = (parts[1] if top == "__pycache__" and len(parts) > 1 else top).split(".", 1)[0]
         if name in RUNNER_PACKAGES:
             return "the test runner's packages"
         if name in ("sitecustomize", "usercustomize"):
             return "start-up hook of every Python process"
         if top.endswith(".pth") and st is not None:
             return "a .pth file (it runs code or adds a directory to sys.path at start-up)"
-        if rel.endswith((".dist-info/entry_points.txt", ".egg-info/entry_points.txt")) and st is not None:
+        # importlib.metadata matches these folder names in any case (`X-1.0.DIST-INFO`).
+        if rel.lower().endswith(("dist-info/entry_points.txt", "egg-info/entry_points.txt")) and st is not None:
             head = _head(path)
             if head is None or len(head) >= READ_LIMIT:
                 return "an entry_points.txt that is not a small regular file"
@@ -203,7 +207,7 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         return "a Python landmark that relocates the standard library"
     if st is not None and rel.startswith(SYSTEM_DIRS) and _GLIBC_MODULES.search(rel):
         return "a module glibc loads into every program (NSS, gconv)"
-    if base in ("sitecustomize.py", "usercustomize.py") and rel.startswith(SYSTEM_DIRS):
+    if base.split(".", 1)[0] in ("sitecustomize", "usercustomize") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
     if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
         return "a system file changed, replaced or removed"

@@ -582,3 +582,53 @@ def test_an_agent_that_floods_a_remote_models_context_is_scored(tmp_path: Path, 
     r = run_episode(task, ModelAgent(policy, get_harness("fenced-bash"), max_turns=30), config=CONFIGS["local"])
     assert r.scored and not r.success and r.stop_reason == "context_full", (r.status, r.failure_mode, r.error)
     assert 1 < len(r.steps) < Completions.calls
+
+
+# -- A sixth red-team pass: modules the interpreter looks for and does without ----------------------
+SET_PLUGIN = "import os\nos.environ['PYTEST_PLUGINS'] = 'forgeplug'\nraise ImportError('not on this platform')\n"
+
+
+@pytest.mark.parametrize("module", ["nt.py", "org/__init__.py", "_winapi.py"])
+def test_a_module_of_another_platform_in_the_working_directory(tmp_path: Path, backend: str, module: str):
+    """The standard library tries `nt` (ntpath, through pathlib), `org` (copy, pickle) and others
+    and does without them when they are missing. Under `cd /app && python3 -m pytest`, an
+    /app/nt.py was imported by pytest itself: it named a plugin in PYTEST_PLUGINS that passed
+    every test."""
+    solve = (
+        f"mkdir -p /app/org\ncat > /app/forgeplug.py <<'EOF'\n{PLUGIN}EOF\n"
+        f"cat > /app/{module} <<'EOF'\n{SET_PLUGIN}EOF\necho wrong > /app/out.txt\n"
+    )
+    r = episode(tmp_path, backend, "platform-" + module.split(".")[0].split("/")[0], solve, test=HARBOR_PYTEST)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+PYTEST_FROM_TESTS = HARBOR_PYTEST.replace("cd /app && python3 -m pytest /tests/test_secret.py", "cd /tests && pytest")
+LOCAL_SITE = "/usr/local/lib/python3.11/dist-packages"
+RUNNER_PYC = (
+    "import os\nos.environ['PYTEST_PLUGINS'] = 'forgeplug'\n"
+    "_f = '/usr/lib/python3/dist-packages/iniconfig/__init__.py'\nexec(compile(open(_f).read(), _f, 'exec'))\n"
+)
+SITE_PLANTS = {
+    "nt-in-site-packages": f"cat > {SITE}/nt.py <<'EOF'\n{SET_PLUGIN}EOF\n",
+    # importlib.metadata matches .dist-info folder names in any case.
+    "upper-case-dist-info": (
+        f"d={SITE}/trsi_forge-1.0.DIST-INFO; mkdir -p $d\n"
+        "printf 'Metadata-Version: 2.1\\nName: trsi-forge\\nVersion: 1.0\\n' > $d/METADATA\n"
+        "printf '[pytest11]\\nforge = forgeplug\\n' > $d/entry_points.txt\n"
+    ),
+    # A compiled module by the name of one pytest imports, earlier on sys.path than the real one.
+    "runner-pyc": (
+        f"mkdir -p {LOCAL_SITE}\ncat > /tmp/ini.py <<'EOF'\n{RUNNER_PYC}EOF\n"
+        f"python3 -c \"import py_compile; py_compile.compile('/tmp/ini.py', cfile='{LOCAL_SITE}/iniconfig.pyc')\"\n"
+    ),
+}
+
+
+@docker_only
+@pytest.mark.parametrize("plant", sorted(SITE_PLANTS))
+def test_docker_modules_pytest_imports_by_another_form_or_name(tmp_path: Path, plant: str):
+    """Each made the verifier's pytest (run from /tests) import the agent's code, which passed
+    every test through a plugin beside it in site-packages."""
+    solve = f"cat > {SITE}/forgeplug.py <<'EOF'\n{PLUGIN}EOF\n" + SITE_PLANTS[plant] + "echo wrong > /app/out.txt\n"
+    r = episode(tmp_path, "docker", "site-" + plant, solve, test=PYTEST_FROM_TESTS)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)

@@ -10,6 +10,10 @@ image's PYTHONPATH names). Only a module found in none of those is looked up on 
 sys.path, so the task's own modules beside its script or in its working directory still
 import, as under Harbor; they can no longer replace one of the interpreter's.
 
+Modules of other platforms (`nt`, `org`, ...), which the standard library imports where they
+exist and does without where they do not, are never imported: any file by such a name is the
+agent's.
+
 It also keeps pytest from loading plugins that are declared by metadata outside those
 locations (an agent's `evil.dist-info/entry_points.txt` with a `pytest11` entry in /app).
 
@@ -23,6 +27,14 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Modules of other platforms that the standard library and pytest try to import and do without
+# when they are missing (ntpath tries `nt`, copy and pickle try `org`): from anywhere else on
+# sys.path they would be the agent's code, imported by pytest itself. On this platform none of
+# them is the interpreter's, so none is imported at all.
+_OTHER_PLATFORMS = frozenset(
+    ("nt", "_winapi", "msvcrt", "winreg", "_winreg", "_overlapped", "winsound", "_wmi", "org")
+    + (() if sys.platform == "darwin" else ("_scproxy",))
+)
 
 
 def _trusted_path():
@@ -49,6 +61,8 @@ class _InterpreterFirst(object):
     def find_spec(self, name, path=None, target=None):
         if path is not None:
             return None  # a submodule: its package's own __path__ decides
+        if name in _OTHER_PLATFORMS and sys.platform != "win32":
+            raise ModuleNotFoundError("No module named %r" % name, name=name)
         return importlib.machinery.PathFinder.find_spec(name, self.path)
 
     def find_distributions(self, context=None):
