@@ -29,7 +29,8 @@ keep working:
   a link or a file, or removed and remade;
 - a new program in a PATH directory that shadows one later on PATH (`/usr/local/bin/python3`
   before `/usr/bin/python3`); the dynamic loader's preload list, its search configuration
-  (`ld.so.conf*`, `ld.so.cache`) and Python's own config under /etc;
+  (`ld.so.conf*`; not `ld.so.cache`, which `ldconfig` rewrites after every `apt-get` that adds a
+  library) and Python's own config under /etc;
 - `/etc/nsswitch.conf` and `/etc/gconv`-style module lists, and a new NSS module
   (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
   looks up a user (bash at start-up) or converts a charset, the verifier's included;
@@ -88,7 +89,6 @@ _STDLIB = re.compile(r"^(usr/(local/)?)?lib(64)?/python\d[\d.]*(/|$)|^(usr/(loca
 ALWAYS_PROTECTED = (
     "etc/ld.so.preload",
     "etc/ld.so.conf",
-    "etc/ld.so.cache",
     "etc/nsswitch.conf",
     "root/.local/bin/env",
     "root/.cargo/env",

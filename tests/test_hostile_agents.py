@@ -632,3 +632,44 @@ def test_docker_modules_pytest_imports_by_another_form_or_name(tmp_path: Path, p
     solve = f"cat > {SITE}/forgeplug.py <<'EOF'\n{PLUGIN}EOF\n" + SITE_PLANTS[plant] + "echo wrong > /app/out.txt\n"
     r = episode(tmp_path, "docker", "site-" + plant, solve, test=PYTEST_FROM_TESTS)
     assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+@docker_only
+def test_an_optional_import_of_pytests_own_is_not_taken_from_the_working_directory(tmp_path: Path):
+    """With colour on, pytest imports `pygments` to highlight a failing test's source and does
+    without it when it is missing (as the image's pytest does). Under `cd /app && python3 -m
+    pytest`, /app/pygments/ was found there, and ran inside the verifier: it made pytest exit 0."""
+    test = HARBOR_PYTEST.replace("-rA", "-rA --color=yes")
+    solve = "mkdir -p /app/pygments\necho 'import os; os._exit(0)' > /app/pygments/__init__.py\n"
+    solve += "echo wrong > /app/out.txt\n"
+    r = episode(tmp_path, "docker", "optional-import", solve, test=test)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+    assert [c.status for c in r.checks] == ["failed"]
+
+
+FAKE_PLUGIN_SETUP = f"""mkdir -p /app {SITE}/fakeplug-1.0.dist-info
+echo 'X = 1' > {SITE}/fakeplug.py
+printf 'Metadata-Version: 2.1\\nName: fakeplug\\nVersion: 1.0\\n' > {SITE}/fakeplug-1.0.dist-info/METADATA
+printf '[pytest11]\\nfakeplug = fakeplug\\n' > {SITE}/fakeplug-1.0.dist-info/entry_points.txt
+printf 'fakeplug.py,,\\n' > {SITE}/fakeplug-1.0.dist-info/RECORD
+"""
+
+
+@docker_only
+def test_a_pytest_plugins_package_shadowed_from_the_working_directory(tmp_path: Path):
+    """The image has a pytest plugin (anyio, hypothesis, pytest-timeout...). pytest's assertion
+    rewriting hook, which goes before every other finder, looked the plugin's package up over
+    the whole sys.path, the working directory first: /app/fakeplug.py ran in the verifier
+    instead of the installed one, and made pytest exit 0."""
+    task = load_task(
+        write_task(
+            tmp_path,
+            "plugin-shadow",
+            setup=FAKE_PLUGIN_SETUP,
+            solve="echo 'import os; os._exit(0)' > /app/fakeplug.py; echo wrong > /app/out.txt",
+            test=HARBOR_PYTEST,
+        )
+    )
+    r = run_episode(task, OracleAgent(), config=CONFIGS["docker"], backend="docker")
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+    assert [c.status for c in r.checks] == ["failed"]

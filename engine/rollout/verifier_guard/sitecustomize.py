@@ -12,7 +12,9 @@ import, as under Harbor; they can no longer replace one of the interpreter's.
 
 Modules of other platforms (`nt`, `org`, ...), which the standard library imports where they
 exist and does without where they do not, are never imported: any file by such a name is the
-agent's.
+agent's. Likewise an `import` statement in the interpreter's own code (pytest importing
+`pygments` to colour a traceback) never takes a module from outside the interpreter's
+locations: what such code does without is optional, never the task's.
 
 It also keeps pytest from loading plugins that are declared by metadata outside those
 locations (an agent's `evil.dist-info/entry_points.txt` with a `pytest11` entry in /app).
@@ -23,10 +25,12 @@ Written for every Python 3 a task image may have: no newer syntax.
 
 import importlib.machinery
 import importlib.util
+import opcode
 import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_IMPORT_NAME = opcode.opmap["IMPORT_NAME"]
 # Modules of other platforms that the standard library and pytest try to import and do without
 # when they are missing (ntpath tries `nt`, copy and pickle try `org`): from anywhere else on
 # sys.path they would be the agent's code, imported by pytest itself. On this platform none of
@@ -52,18 +56,42 @@ def _trusted_path():
     return own, extra
 
 
+def _import_statement_of_the_interpreters_own(own):
+    """Whether this import is an `import` statement in the interpreter's own code (the standard
+    library, site-packages: pytest, its plugins). Such code imports what it depends on, and tries
+    what it can do without (`pygments` to colour a traceback, anyio's plugin `trio`): a name
+    found in none of the interpreter's locations is then optional, never the task's, and from
+    the working directory it would be the agent's code run by pytest. Dynamic imports by name
+    (`importlib.import_module`, `__import__`: pytest's plugins, pickle, a framework's settings
+    module) are calls, not statements, and keep the whole sys.path."""
+    frame = sys._getframe(2)  # noqa: SLF001 - the importer, without importing inspect at start-up
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    filename = frame.f_code.co_filename
+    if not any(filename.startswith(d.rstrip(os.sep) + os.sep) for d in own):
+        return False
+    code = frame.f_code.co_code
+    return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _IMPORT_NAME
+
+
 class _InterpreterFirst(object):
     """Top-level modules come from the interpreter's own locations when they exist there."""
 
-    def __init__(self, path):
+    def __init__(self, path, own):
         self.path = path
+        self.own = own
 
     def find_spec(self, name, path=None, target=None):
         if path is not None:
             return None  # a submodule: its package's own __path__ decides
         if name in _OTHER_PLATFORMS and sys.platform != "win32":
             raise ModuleNotFoundError("No module named %r" % name, name=name)
-        return importlib.machinery.PathFinder.find_spec(name, self.path)
+        spec = importlib.machinery.PathFinder.find_spec(name, self.path)
+        if spec is None and _import_statement_of_the_interpreters_own(self.own):
+            raise ModuleNotFoundError("No module named %r" % name, name=name)
+        return spec
 
     def find_distributions(self, context=None):
         return iter(())
@@ -76,10 +104,28 @@ def _install_finder():
     own, named = _trusted_path()
     meta = sys.meta_path
     index = next((i for i, f in enumerate(meta) if f is importlib.machinery.PathFinder), len(meta))
-    meta.insert(index, _InterpreterFirst(own + named))
+    meta.insert(index, _InterpreterFirst(own + named, [os.path.abspath(p) for p in own]))
+    _path_finder_interpreter_first(own + named)
     # Plugins' metadata only from the interpreter's own locations: a directory PYTHONPATH names
     # may be one the agent writes.
     _restrict_metadata(own)
+
+
+def _path_finder_interpreter_first(trusted):
+    """The same order for whoever asks PathFinder directly. pytest's assertion-rewriting hook
+    goes in front of every meta path finder, this guard's included, and looks the modules it
+    rewrites up itself (plugins' packages among them: anyio, hypothesis): over the whole sys.path,
+    an /app/anyio/ in the working directory came before the installed one."""
+    original = importlib.machinery.PathFinder.find_spec
+
+    def find_spec(cls, name, path=None, target=None):
+        if path is None and "." not in name:
+            spec = original(name, trusted, target)
+            if spec is not None:
+                return spec
+        return original(name, path, target)
+
+    importlib.machinery.PathFinder.find_spec = classmethod(find_spec)
 
 
 def _restrict_metadata(trusted):
