@@ -220,11 +220,14 @@ class Sandbox(ABC):
     def alive(self) -> bool: ...
 
     @property
-    def ended_by_its_memory_limit(self) -> bool:
-        """The sandbox is gone, and its own memory limit's OOM killer was at work: the agent filled
-        the memory it was given and made the sandbox's init the victim (`/proc/1/oom_score_adj`).
-        Its doing, never the machine's, so the episode scores 0 rather than being dropped."""
-        return not self.stopped and not self.alive and "oom_kill" in self.resource_events
+    def ended_by_the_agent(self) -> str:
+        """Why the sandbox is gone by the agent's doing, as `failure_mode: reason`; "" when it is
+        not. Here: its own memory limit's OOM killer was at work, the agent having filled the
+        memory it was given and made the sandbox's init the victim (`/proc/1/oom_score_adj`).
+        The agent's doing, never the machine's, so the episode scores 0 rather than being dropped."""
+        if not self.stopped and not self.alive and "oom_kill" in self.resource_events:
+            return "sandbox_oom: the agent's processes filled the sandbox's memory limit and the sandbox was ended"
+        return ""
 
     @property
     def stopped(self) -> bool:

@@ -75,6 +75,11 @@ def _host_env() -> dict[str, str]:
 
 
 DISK_POLL_S = 0.25
+# What the writable layer may hold on the host's disk past its storage limit before the sandbox
+# is ended (and the space freed at once): the watcher is not a quota, and `fallocate -l 70G`
+# reserves in one call what no poll can stop. An ordinary write overshoots the limit by what the
+# disk takes in between two polls, well under this.
+DISK_HARD_MARGIN = 2 * 1024**3
 # Files (inodes) the writable layer may hold: a flood of empty files fills no bytes but can
 # exhaust the host's inodes.
 MAX_LAYER_FILES = 200_000
@@ -331,6 +336,7 @@ class DockerSandbox(SessionSandbox):
         self._watchdog: threading.Thread | None = None
         self._watching = True  # only during the agent's turn: the verifier must not be killed
         self._layer_before: tamper.Manifest | None = None
+        self._disk_ended = ""  # why the disk watcher ended the sandbox
 
     # -- lifecycle -------------------------------------------------------------------------
     def _start(self) -> None:
@@ -450,20 +456,31 @@ class DockerSandbox(SessionSandbox):
             return None
 
     def _watch_disk(self) -> None:
-        """overlay2 on ext4 has no quota: watch the writable layer and stop a fill in its tracks."""
+        """overlay2 on ext4 has no quota: watch the writable layer and stop a fill in its tracks.
+
+        It counts the blocks the layer holds on the host's disk, not the files' sizes: a sparse
+        file takes no disk, and `fallocate --keep-size` takes disk without growing any file. Past
+        the limit the agent's processes are ended; past it by DISK_HARD_MARGIN (a reservation
+        made faster than any poll) the whole sandbox is, which frees the space at once."""
         layer = self._layer()
         if layer is None:
             return
         upper = str(layer[0])
         limit = self.spec.limits.disk_mb * 1024 * 1024
+        hard_limit = limit + DISK_HARD_MARGIN
         files_limit = MAX_LAYER_FILES
         polls = 0
         while not self._stopped and self._watching:
             try:
-                du = subprocess.run(["du", "-sxb", upper], capture_output=True, text=True, errors="replace", timeout=30)
+                du = subprocess.run(
+                    ["du", "-sx", "--block-size=1", upper], capture_output=True, text=True, errors="replace", timeout=30
+                )
                 used = int(du.stdout.split()[0])
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
+            if used > hard_limit and not self._stopped and self._watching:
+                self._end_for_disk(used)
+                return
             files = 0
             if polls % 4 == 0:  # a second count of the same tree: once a second is enough
                 try:
@@ -481,6 +498,23 @@ class DockerSandbox(SessionSandbox):
                 limit = max(limit, used + 64 * 1024 * 1024)
                 files_limit = max(files_limit, files + 10_000)
             threading.Event().wait(DISK_POLL_S)
+
+    def _end_for_disk(self, used: int) -> None:
+        self._disk_ended = (
+            f"sandbox_disk: the agent's files took {used / 1024**3:.1f} GiB of the host's disk, over the "
+            f"sandbox's storage limit ({self.spec.limits.disk_mb} MB) by more than "
+            f"{DISK_HARD_MARGIN // 1024**3} GiB, and the sandbox was ended"
+        )
+        self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
+        log.warning("container %s: %s", self._container.id, self._disk_ended)  # type: ignore[union-attr]
+        try:
+            self._container.remove(force=True)  # type: ignore[union-attr]
+        except Exception:  # the teardown tries again; what failed is logged
+            log.warning("removing container %s", self._container.id, exc_info=True)  # type: ignore[union-attr]
+
+    @property
+    def ended_by_the_agent(self) -> str:
+        return self._disk_ended or super().ended_by_the_agent
 
     def _init_pid(self) -> int | None:
         """pid 1 of the container, as the host numbers it."""
@@ -546,7 +580,7 @@ class DockerSandbox(SessionSandbox):
 
     @property
     def alive(self) -> bool:
-        if self._stopped or self._container is None:
+        if self._stopped or self._container is None or self._disk_ended:
             return False
         try:
             self._container.reload()

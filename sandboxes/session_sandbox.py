@@ -2,7 +2,7 @@
 
 When the agent's shell exits, a new one replaces it. When none can start in a sandbox that is
 still there (the agent removed or locked the working directory, or the whole filesystem), or the
-agent's memory use got the sandbox ended, that is the agent's doing: its session is lost, each
+agent got the sandbox ended (its memory or disk use), that is the agent's doing: its session is lost, each
 further command is answered so, and the episode goes on to be verified (scored), never dropped
 as an infrastructure error. A sandbox that dies any other way is the machine's failure."""
 
@@ -112,8 +112,8 @@ class SessionSandbox(Sandbox):
                 error = str(exc)
         if self.alive:
             self._session_lost = f"the shell exited and no new shell could start ({error[-200:]})"
-        elif self.ended_by_its_memory_limit:
-            self._session_lost = "the sandbox ran out of its memory limit and was ended"
+        elif self.ended_by_the_agent:
+            self._session_lost = self.ended_by_the_agent.partition(": ")[2]
         else:
             raise SandboxError(f"{self.backend_name} sandbox died during the command")
         return self._session_lost

@@ -673,3 +673,35 @@ def test_a_pytest_plugins_package_shadowed_from_the_working_directory(tmp_path: 
     r = run_episode(task, OracleAgent(), config=CONFIGS["docker"], backend="docker")
     assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
     assert [c.status for c in r.checks] == ["failed"]
+
+
+DISK_TOML = "[agent]\ntimeout_sec = 60\n[environment]\nstorage_mb = 32\nmemory_mb = 512\n"
+
+
+@docker_only
+def test_docker_disk_reserved_without_growing_a_file_is_seen(tmp_path: Path):
+    """`fallocate --keep-size` takes host disk and leaves the file's size at 0: the watcher
+    summed file sizes and never saw it, so the agent could hold the host's disk to the end."""
+    solve = "touch /app/res && fallocate -n -l 1G /app/res; sleep 3; echo hello > /app/out.txt"
+    r = episode(tmp_path, "docker", "keep-size", solve, toml=DISK_TOML)
+    assert r.scored and "disk_limit" in r.resource_events, (r.status, r.resource_events, r.error)
+
+
+@docker_only
+def test_docker_disk_reserved_in_one_call_ends_the_sandbox(tmp_path: Path):
+    """A reservation far past the storage limit is made in one call, faster than any poll: the
+    sandbox is ended, which frees the host's disk at once, and the episode scores 0."""
+    solve = "fallocate -l 4G /app/big; sleep 20; echo hello > /app/out.txt"
+    started = time.monotonic()
+    r = episode(tmp_path, "docker", "reserve", solve, toml=DISK_TOML)
+    assert r.status == "completed" and r.scored and not r.success, (r.status, r.error)
+    assert r.failure_mode == "sandbox_disk" and "disk_limit" in r.resource_events, (r.failure_mode, r.error)
+    assert time.monotonic() - started < 20  # ended then, not after the agent's sleep
+
+
+@docker_only
+def test_docker_a_sparse_file_takes_no_disk(tmp_path: Path):
+    """A 100 GB sparse file holds no block of the host's disk: not a disk fill."""
+    solve = "truncate -s 100G /app/sparse; sleep 1; echo hello > /app/out.txt"
+    r = episode(tmp_path, "docker", "sparse", solve, toml=DISK_TOML)
+    assert r.success and "disk_limit" not in r.resource_events, (r.status, r.resource_events, r.error)

@@ -5,8 +5,9 @@ Infrastructure failures (the sandbox or the engine failing, setup.sh failing) ar
 such with no reward: a broken machine is not a zero-scoring agent. What happens inside the
 sandbox after the agent's turn is the agent's doing: a verifier that times out, dies or writes
 no report, agent processes that cannot be ended, or a tampered verifier environment, all score
-0 with the reason in `failure_mode`; so does a sandbox that its own memory limit ended during the
-agent's turn or the verifier's (`Sandbox.ended_by_its_memory_limit`). Otherwise an agent that is
+0 with the reason in `failure_mode`; so does a sandbox that the agent got ended during its turn
+or the verifier's, by filling its memory limit or the host's disk (`Sandbox.ended_by_the_agent`).
+Otherwise an agent that is
 failing could break the verifier, or the sandbox, to turn its failure into an episode that is
 dropped.
 """
@@ -41,7 +42,6 @@ from sandboxes import (
 log = logging.getLogger(__name__)
 
 ENV_STAGING = "/run/trsi/environment"
-SANDBOX_OOM = "sandbox_oom: the agent's processes filled the sandbox's memory limit and the sandbox was ended"
 
 
 def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
@@ -184,15 +184,17 @@ def run_episode(
         events = sandbox.resource_events
         if not failed_closed:
             outcome = run_verifier(sandbox, task)
-            if outcome.status == "infra" and sandbox.ended_by_its_memory_limit:
-                failed_closed, outcome = "sandbox_oom", VerifierOutcome("error", error=SANDBOX_OOM)
+            if outcome.status == "infra" and (ended := sandbox.ended_by_the_agent):
+                failed_closed, outcome = ended.partition(":")[0], VerifierOutcome("error", error=ended)
         phases["verifier"] = time.monotonic() - t
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
-        if not (agent_started and sandbox.ended_by_its_memory_limit):
+        ended = sandbox.ended_by_the_agent if agent_started else ""
+        if not ended:
             return infra("sandbox_error", str(exc), agent_run)
         agent_run = agent_run or AgentRun()
-        events, failed_closed, outcome = {"oom_kill": 1}, "sandbox_oom", VerifierOutcome("error", error=SANDBOX_OOM)
+        failed_closed, outcome = ended.partition(":")[0], VerifierOutcome("error", error=ended)
+        events = {"oom_kill": 1} if failed_closed == "sandbox_oom" else {"disk_limit": 1}
     except PolicyError as exc:  # the model failed to load or answer: not the agent's fault
         return infra("policy_error", str(exc), agent_run)
     except Exception as exc:  # one broken episode must not end the run
