@@ -334,7 +334,7 @@ class DockerSandbox(SessionSandbox):
         self._profile = ImageProfile("", frozenset())
         self._events: dict[str, int] = {}
         self._watchdog: threading.Thread | None = None
-        self._watching = True  # only during the agent's turn: the verifier must not be killed
+        self._watching = True  # the agent's turn: past the disk limit its processes are ended
         self._layer_before: tamper.Manifest | None = None
         self._disk_ended = ""  # why the disk watcher ended the sandbox
 
@@ -470,7 +470,9 @@ class DockerSandbox(SessionSandbox):
         hard_limit = limit + DISK_HARD_MARGIN
         files_limit = MAX_LAYER_FILES
         polls = 0
-        while not self._stopped and self._watching:
+        # The hard limit holds during the verifier's run too (its tests may run the agent's
+        # programs); ending the agent's processes is for its turn alone.
+        while not self._stopped:
             try:
                 du = subprocess.run(
                     ["du", "-sx", "--block-size=1", upper], capture_output=True, text=True, errors="replace", timeout=30
@@ -478,11 +480,11 @@ class DockerSandbox(SessionSandbox):
                 used = int(du.stdout.split()[0])
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
-            if used > hard_limit and not self._stopped and self._watching:
+            if used > hard_limit and not self._stopped:
                 self._end_for_disk(used)
                 return
             files = 0
-            if polls % 4 == 0:  # a second count of the same tree: once a second is enough
+            if polls % 4 == 0 and self._watching:  # a second count of the same tree: once a second is enough
                 try:
                     out = subprocess.run(
                         ["du", "-sx", "--inodes", upper], capture_output=True, text=True, errors="replace", timeout=30

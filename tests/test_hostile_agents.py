@@ -705,3 +705,16 @@ def test_docker_a_sparse_file_takes_no_disk(tmp_path: Path):
     solve = "truncate -s 100G /app/sparse; sleep 1; echo hello > /app/out.txt"
     r = episode(tmp_path, "docker", "sparse", solve, toml=DISK_TOML)
     assert r.success and "disk_limit" not in r.resource_events, (r.status, r.resource_events, r.error)
+
+
+@docker_only
+def test_docker_disk_reserved_by_a_program_the_tests_run_ends_the_sandbox(tmp_path: Path):
+    """The tests run a program the agent left: its reservation is made during the verifier's
+    run, when the agent's processes are no longer watched, and is stopped all the same."""
+    solve = "echo 'fallocate -l 4G /app/big' > /app/run.sh; echo hello > /app/out.txt"
+    test = "#!/bin/bash\nbash /app/run.sh\nsleep 20\necho 1 > /logs/verifier/reward.txt\n"
+    started = time.monotonic()
+    r = episode(tmp_path, "docker", "reserve-in-tests", solve, test=test, toml=DISK_TOML)
+    assert r.status == "completed" and r.scored and not r.success, (r.status, r.error)
+    assert r.failure_mode == "sandbox_disk", (r.failure_mode, r.error)
+    assert time.monotonic() - started < 20

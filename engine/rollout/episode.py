@@ -44,6 +44,14 @@ log = logging.getLogger(__name__)
 ENV_STAGING = "/run/trsi/environment"
 
 
+def _ended_by_the_agent(ended: str, events: dict[str, int]) -> tuple[str, VerifierOutcome, dict[str, int]]:
+    """The failure mode, outcome and limit hits of an episode whose sandbox the agent got ended
+    (`Sandbox.ended_by_the_agent`: "failure_mode: reason")."""
+    mode = ended.partition(":")[0]
+    hit = "oom_kill" if mode == "sandbox_oom" else "disk_limit"
+    return mode, VerifierOutcome("error", error=ended), {**events, hit: max(1, events.get(hit, 0))}
+
+
 def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
     env = task.environment
     return SandboxSpec(
@@ -185,7 +193,7 @@ def run_episode(
         if not failed_closed:
             outcome = run_verifier(sandbox, task)
             if outcome.status == "infra" and (ended := sandbox.ended_by_the_agent):
-                failed_closed, outcome = ended.partition(":")[0], VerifierOutcome("error", error=ended)
+                failed_closed, outcome, events = _ended_by_the_agent(ended, events)
         phases["verifier"] = time.monotonic() - t
         phases["verifier_exec"] = outcome.duration_s  # the test.sh exec alone, for overhead accounting
     except SandboxError as exc:
@@ -193,19 +201,23 @@ def run_episode(
         if not ended:
             return infra("sandbox_error", str(exc), agent_run)
         agent_run = agent_run or AgentRun()
-        failed_closed, outcome = ended.partition(":")[0], VerifierOutcome("error", error=ended)
-        events = {"oom_kill": 1} if failed_closed == "sandbox_oom" else {"disk_limit": 1}
+        failed_closed, outcome, events = _ended_by_the_agent(ended, events)
     except PolicyError as exc:  # the model failed to load or answer: not the agent's fault
         return infra("policy_error", str(exc), agent_run)
     except Exception as exc:  # one broken episode must not end the run
-        if agent_run is None or not sandbox.alive:
+        if agent_run is not None and (ended := sandbox.ended_by_the_agent):
+            # The engine tripped on a sandbox the agent got ended (its files removed under a check).
+            log.info("episode %s: %s (%s: %s)", episode_id, ended, type(exc).__name__, exc)
+            failed_closed, outcome, events = _ended_by_the_agent(ended, events)
+        elif agent_run is None or not sandbox.alive:
             return infra("internal_error", f"{type(exc).__name__}: {exc}", agent_run)
-        # After the agent's turn, in a live sandbox, what the engine trips on is what the agent
-        # left there (a file that cannot be read, a name that cannot be decoded): scored 0, as a
-        # verifier that cannot run is, and logged in full in case it is the engine's own bug.
-        log.exception("episode %s: verification failed on the sandbox's final state", episode_id)
-        failed_closed = "verifier_error"
-        outcome = VerifierOutcome("error", error=f"verifier_error: {type(exc).__name__}: {exc}")
+        else:
+            # After the agent's turn, in a live sandbox, what the engine trips on is what the agent
+            # left there (a file that cannot be read, a name that cannot be decoded): scored 0, as
+            # a verifier that cannot run is, and logged in full in case it is the engine's own bug.
+            log.exception("episode %s: verification failed on the sandbox's final state", episode_id)
+            failed_closed = "verifier_error"
+            outcome = VerifierOutcome("error", error=f"verifier_error: {type(exc).__name__}: {exc}")
     finally:
         sandbox.stop()
         if on_sandbox:
