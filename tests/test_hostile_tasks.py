@@ -204,6 +204,7 @@ def test_the_build_context_is_never_read_through_a_link(tmp_path: Path, host: Pa
         ("[environment]\ncpus = -2\n", "cpus"),
         (f"[environment]\ncpus = {(os.cpu_count() or 1) + 1}\n", "cpus"),
         ("[environment]\ncpus = nan\n", "cpus"),
+        ("[environment]\ncpus = 1e-10\n", "cpus"),  # Docker's nano-CPUs round to 0: no limit at all
         ("[agent]\ntimeout_sec = 0\n", "timeout_sec"),
         ("[agent]\ntimeout_sec = 86401\n", "timeout_sec"),
         ("[verifier]\ntimeout_sec = -5\n", "timeout_sec"),
@@ -260,3 +261,59 @@ def test_the_log_file_shows_control_characters_instead_of_running_them():
     line = SafeFormatter("%(message)s").format(record)
     assert line == "task t\\x1b[2J said \\x9b1m"
     assert escaped("a\tb\nc\rd\x07") == "a\tb\nc\\x0dd\\x07"
+
+
+# -- folders that would crash the loader or fill the engine's memory --------------------------------
+def _deep_folders(root: Path, depth: int) -> None:
+    # Built from inside, a few levels at a time: the full path would exceed PATH_MAX.
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(depth):
+            os.mkdir("a", dir_fd=fd)
+            fd, old = os.open("a", os.O_RDONLY, dir_fd=fd), fd
+            os.close(old)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "toml-arrays",  # tomllib recursed until RecursionError, and the whole suite failed to load
+        "deep-folders",  # so did the walk of the task's files
+        "sparse-file",  # 36 KB on disk, read whole into memory for the upload (2 GB of RSS)
+    ],
+)
+def test_a_hostile_task_folder_is_one_error_and_the_suite_loads(tmp_path: Path, plant: str):
+    write_task(tmp_path, "good")
+    bad = write_task(tmp_path, "bad")
+    if plant == "toml-arrays":
+        (bad / "task.toml").write_text("[metadata]\nx = " + "[" * 5000 + "]" * 5000 + "\n")
+    elif plant == "deep-folders":
+        _deep_folders(bad / "environment", 1100)
+    else:
+        with open(bad / "environment" / "data.bin", "wb") as f:
+            f.truncate(2 << 30)
+    suite = load_suite(tmp_path)
+    assert [t.name for t in suite.tasks] == ["good"]
+    assert [e.path.name for e in suite.errors] == ["bad"], suite.errors
+
+
+def test_a_suite_nested_without_end_is_searched_to_a_limit(tmp_path: Path):
+    write_task(tmp_path, "good")
+    _deep_folders(tmp_path, 1100)
+    suite = load_suite(tmp_path)
+    assert [t.name for t in suite.tasks] == ["good"]
+    assert len(suite.errors) == 1 and "not searched" in suite.errors[0].reason
+
+
+@pytest.mark.parametrize("text", ['instruction: "Say hi \\uD800"\n', "instruction: " + "[" * 3000 + "]" * 3000 + "\n"])
+def test_a_classic_task_yaml_that_cannot_be_converted_is_an_error_and_leaves_nothing(tmp_path: Path, text: str):
+    src = _classic(tmp_path / "src")
+    (src / "task.yaml").write_text(text)
+    ok = write_task(tmp_path / "src", "ok")
+    done, errors = import_tasks(tmp_path / "src", tmp_path / "dest")
+    assert [d.name for d in done] == ["ok"] and [e[0] for e in errors] == [src]
+    assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == ["ok"]
+    assert load_suite(tmp_path / "src").errors[0].path == src
+    assert ok.is_dir()

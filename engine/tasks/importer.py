@@ -39,6 +39,11 @@ import yaml
 from engine.config.paths import resolve_paths
 
 TB_AGENT_TIMEOUT = 180
+# What a task folder may hold: it is copied, hashed and uploaded into every sandbox, in part
+# through memory, so its size is the engine's to bound, not the task's.
+MAX_TASK_BYTES = 1024**3
+MAX_TASK_DEPTH = 32
+MAX_TASK_ENTRIES = 100_000
 TB_TEST_TIMEOUT = 30
 # Files of a classic task that are not part of its Docker build context.
 _NOT_CONTEXT = {
@@ -95,22 +100,58 @@ def _instruction(meta: dict[str, Any]) -> str:
 def check_tree(root: Path) -> None:
     """Refuse a folder that would make a copy, a hash or a sandbox reach outside it: a symbolic
     link that is absolute or resolves outside `root` (a linked sub-folder such as `tests -> /etc`
-    included), or a FIFO, socket or device (reading one blocks or reads the host)."""
+    included), or a FIFO, socket or device (reading one blocks or reads the host); and one too
+    big to copy, hash and upload (MAX_TASK_BYTES, counted by the files' sizes: a sparse file
+    takes no disk in the task but is read, and written out, whole), too deep (MAX_TASK_DEPTH) or
+    of too many entries (MAX_TASK_ENTRIES). The walk is iterative: a deep tree is refused, not a
+    RecursionError."""
     root = Path(root)
     real_root = os.path.realpath(root)
-    # followlinks=False: a linked folder is listed (and checked) but never entered.
-    for directory, dirs, files in os.walk(root):
-        for name in sorted(dirs) + sorted(files):
-            path = Path(directory) / name
-            if path.is_symlink():
+    total = entries = 0
+    stack = [(root, 0)]
+    while stack:
+        directory, depth = stack.pop()
+        try:
+            with os.scandir(directory) as listing:
+                items = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            raise TaskImportError(f"{directory} cannot be listed: {exc.strerror or exc}") from None
+        for entry in items:
+            entries += 1
+            if entries > MAX_TASK_ENTRIES:
+                raise TaskImportError(f"{root} holds over {MAX_TASK_ENTRIES} files and folders")
+            path = Path(entry.path)
+            if entry.is_symlink():  # listed and checked, never entered
                 target = os.readlink(path)
                 if not _link_stays_inside(root, real_root, path, target):
                     raise TaskImportError(
                         f"{path} is a symbolic link to {target!r}, outside {root}; "
                         "a task's files must not point outside it"
                     )
-            elif not (path.is_dir() or path.is_file()):
+            elif entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_TASK_DEPTH:
+                    raise TaskImportError(f"{path} is more than {MAX_TASK_DEPTH} folders deep")
+                stack.append((path, depth + 1))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+                if total > MAX_TASK_BYTES:
+                    raise TaskImportError(
+                        f"{root} holds over {MAX_TASK_BYTES // 1024**2} MiB of files (sparse files count "
+                        "at their full size); a task's data must fit a copy and an upload"
+                    )
+            else:
                 raise TaskImportError(f"{path} is not a regular file or folder (a FIFO, socket or device)")
+
+
+def _yaml(path: Path) -> Any:
+    """A task's YAML file, or a TaskImportError: a nesting too deep for the parser's recursion
+    is a malformed file like any other."""
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise TaskImportError(f"{path.name} is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise TaskImportError(f"{path.name} nests too deeply to read") from None
 
 
 def _link_stays_inside(root: Path, real_root: str, link: Path, target: str) -> bool:
@@ -149,10 +190,7 @@ def _compose_build(src: Path) -> tuple[Path, str]:
     compose = next((src / n for n in ("docker-compose.yaml", "docker-compose.yml") if (src / n).is_file()), None)
     if compose is None:
         return src, "Dockerfile"
-    try:
-        data = yaml.safe_load(compose.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise TaskImportError(f"{compose.name} is not valid YAML: {exc}") from None
+    data = _yaml(compose) or {}
     services = data.get("services") if isinstance(data, dict) else None
     services = services if isinstance(services, dict) else {}
     if len(services) != 1:
@@ -182,10 +220,7 @@ def solution_script(src: Path) -> str:
     yml = src / "solution.yaml"
     if not yml.is_file():
         raise TaskImportError("no solution.sh or solution.yaml")
-    try:
-        steps = yaml.safe_load(yml.read_text()) or []
-    except yaml.YAMLError as exc:
-        raise TaskImportError(f"solution.yaml is not valid YAML: {exc}") from None
+    steps = _yaml(yml) or []
     if not isinstance(steps, list):
         raise TaskImportError("solution.yaml must be a list of commands")
     lines = ["#!/bin/bash", "# Converted from solution.yaml: each keystroke entry, in order."]
@@ -226,10 +261,7 @@ def convert_classic(src: Path, dest: Path) -> Path:
     """Write the native layout of the classic task at `src` into `dest` (created)."""
     src = Path(src)
     check_tree(src)  # before anything (task.yaml included) is read through a link
-    try:
-        meta = yaml.safe_load((src / "task.yaml").read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise TaskImportError(f"task.yaml is not valid YAML: {exc}") from None
+    meta = _yaml(src / "task.yaml") or {}
     if not isinstance(meta, dict):
         raise TaskImportError("task.yaml must be a mapping")
     instruction = _instruction(meta)
@@ -305,7 +337,11 @@ def cached_conversion(src: Path) -> Path:
         if p.is_symlink():  # a link is its target's name, not the file it points to
             h.update(str(p.relative_to(src)).encode() + b"\0L" + os.readlink(p).encode() + b"\0")
         elif p.is_file():
-            h.update(str(p.relative_to(src)).encode() + b"\0" + p.read_bytes() + b"\0")
+            h.update(str(p.relative_to(src)).encode() + b"\0")
+            with p.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+            h.update(b"\0")
     root = resolve_paths().cache_dir / "imported"
     dest = root / f"{Path(src).name}-{h.hexdigest()[:12]}" / Path(src).name
     if not (dest / "task.toml").is_file():
@@ -354,7 +390,7 @@ def import_tasks(src: Path, dest: Path) -> tuple[list[ImportedTask], list[tuple[
                 check_tree(task_dir)
                 copy_task_tree(task_dir, target)
                 done.append(ImportedTask(task_dir.name, task_dir, target, "harbor"))
-        except (TaskImportError, OSError) as exc:
+        except (TaskImportError, OSError, UnicodeError) as exc:  # UnicodeError: a lone surrogate in YAML
             shutil.rmtree(target, ignore_errors=True)
             errors.append((task_dir, str(exc)))
     return done, errors

@@ -16,6 +16,7 @@ loading past it.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -26,6 +27,8 @@ from typing import Any
 
 from engine.tasks.importer import TaskImportError, cached_conversion, check_tree, is_classic, looks_like_task
 
+log = logging.getLogger(__name__)
+
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 # Limits a task may ask for. A task folder is untrusted: a value out of range is an error naming
@@ -33,6 +36,8 @@ DEFAULT_VERIFIER_TIMEOUT = 600.0
 # sandbox with no memory cgroup at all).
 MAX_TIMEOUT_SEC = 24 * 3600.0
 MAX_SIZE_MB = 1024 * 1024  # 1 TiB, for memory and storage
+MIN_CPUS = 0.01
+MAX_SUITE_DEPTH = 16  # folders from a suite's root to its tasks
 SPLITS = ("train", "eval")
 
 
@@ -126,6 +131,15 @@ def _number(section: dict[str, Any], key: str, default: float, where: str, maxim
     return float(value)
 
 
+def _cpus(env: dict[str, Any]) -> float:
+    # More CPUs than the machine has can never be granted: say so rather than oversubscribe. Below
+    # MIN_CPUS Docker's nano-CPU count rounds to 0, which Docker reads as no limit at all.
+    cpus = _number(env, "cpus", 1.0, "environment", float(os.cpu_count() or 1))
+    if cpus < MIN_CPUS:
+        raise ValueError(f"[environment] cpus must be at least {MIN_CPUS:g}, got {cpus!r}")
+    return cpus
+
+
 def _size_mb(key: str, value: Any) -> int:
     """A memory or storage size in MB, refused unless it is at least 1 MB and at most MAX_SIZE_MB."""
     try:
@@ -152,7 +166,7 @@ def load_task(path: Path, split: str | None = None) -> Task:
         # Classic Terminal-Bench: run the converted copy (same name, cached by content).
         try:
             converted = cached_conversion(path)
-        except (TaskImportError, OSError) as exc:
+        except (TaskImportError, OSError, UnicodeError) as exc:  # UnicodeError: a lone surrogate in YAML
             raise TaskLoadError(path, f"classic Terminal-Bench task: {exc}") from None
         return load_task(converted, split)
     try:
@@ -168,6 +182,8 @@ def load_task(path: Path, split: str | None = None) -> Task:
         data = tomllib.loads(toml_path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TaskLoadError(path, f"task.toml is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise TaskLoadError(path, "task.toml nests too deeply to read") from None
     instruction_path = path / "instruction.md"
     if not instruction_path.is_file():
         raise TaskLoadError(path, "missing instruction.md")
@@ -189,8 +205,7 @@ def load_task(path: Path, split: str | None = None) -> Task:
             raise ValueError(f"[environment] allow_internet must be true or false, got {allow!r}")
         image = env.get("docker_image")
         environment = EnvironmentSettings(
-            # More CPUs than the machine has can never be granted: say so rather than oversubscribe.
-            cpus=_number(env, "cpus", 1.0, "environment", float(os.cpu_count() or 1)),
+            cpus=_cpus(env),
             memory_mb=_size_mb(memory_key, memory),
             storage_mb=_size_mb("storage_mb", storage) if storage is not None else None,
             allow_internet=allow,
@@ -227,21 +242,35 @@ def load_suite(root: Path) -> Suite:
     if not root.is_dir():
         return Suite(root, [], [TaskLoadError(root, "no such task directory")])
 
-    def visit(directory: Path, split: str | None) -> None:
+    # Iterative, and bounded in depth: a suite is a hostile folder like its tasks.
+    pending = [(root, root.name if root.name in SPLITS else None, 0)]
+    while pending:
+        directory, split, depth = pending.pop()
         if looks_like_task(directory):
             try:
                 tasks.append(load_task(directory, split))
             except TaskLoadError as exc:
                 errors.append(exc)
-            return
-        for child in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            except Exception as exc:  # a bug of ours on a task folder must not lose the others
+                log.exception("loading the task at %s", directory)
+                errors.append(TaskLoadError(directory, f"could not be loaded: {type(exc).__name__}: {exc}"))
+            continue
+        if depth >= MAX_SUITE_DEPTH:
+            errors.append(
+                TaskLoadError(directory, f"more than {MAX_SUITE_DEPTH} folders below the suite; not searched")
+            )
+            continue
+        try:
+            children = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        except OSError as exc:
+            errors.append(TaskLoadError(directory, f"cannot be listed: {exc.strerror or exc}"))
+            continue
+        for child in reversed(children):  # popped in sorted order
             if child.is_symlink():
                 # A suite is its own folders: a linked one could lead anywhere on the host (`x -> /`).
                 errors.append(TaskLoadError(child, f"a symbolic link to {os.readlink(child)!r}; not followed"))
                 continue
-            visit(child, child.name if child.name in SPLITS else split)
-
-    visit(root, root.name if root.name in SPLITS else None)
+            pending.append((child, child.name if child.name in SPLITS else split, depth + 1))
     seen: dict[str, Path] = {}
     unique: list[Task] = []
     for t in tasks:
