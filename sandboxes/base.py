@@ -65,6 +65,8 @@ class SandboxSpec:
     warm_pool: int = 0
     # Docker: where failed task-image builds are remembered across processes (None: this process only).
     build_failures_dir: Path | None = None
+    # Docker: whether a task image's build may use the network ([sandbox] allow_internet).
+    build_network: bool = False
 
 
 @dataclass(frozen=True)

@@ -157,12 +157,17 @@ def image_exists(name: str) -> bool:
 
 
 def task_image(
-    environment_dir: Path | None, docker_image: str | None, aliases: dict[str, str], failures_dir: Path | None = None
+    environment_dir: Path | None,
+    docker_image: str | None,
+    aliases: dict[str, str],
+    failures_dir: Path | None = None,
+    network: bool = False,
 ) -> str:
-    """The local image a task runs in, building its Dockerfile if needed."""
+    """The local image a task runs in, building its Dockerfile if needed (with the network only
+    if `network`: the user's [sandbox] allow_internet)."""
     dockerfile = environment_dir / "Dockerfile" if environment_dir else None
     if dockerfile is not None and dockerfile.is_file():
-        return build_task_image(environment_dir, aliases, failures_dir)  # type: ignore[arg-type]
+        return build_task_image(environment_dir, aliases, failures_dir, network=network)  # type: ignore[arg-type]
     name = resolve_alias(docker_image, aliases) if docker_image else BASE_IMAGE
     if not image_exists(name):
         raise SandboxError(
@@ -185,6 +190,10 @@ def missing_image_hint(name: str) -> str:
     )
 
 
+NO_BUILD_NETWORK = (
+    "(the build had no network: set [sandbox] allow_internet = true in the config to build with the "
+    "host's network, which lets a task's Dockerfile reach the host's own services too)\n"
+)
 _failed_builds: dict[str, str] = {}  # tag -> the error, for this process
 _failed_lock = threading.Lock()
 
@@ -205,7 +214,9 @@ def forget_build_failure(context: Path, aliases: dict[str, str], failures_dir: P
     return known
 
 
-def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path | None = None) -> str:
+def build_task_image(
+    context: Path, aliases: dict[str, str], failures_dir: Path | None = None, *, network: bool = False
+) -> str:
     """Build (once) the image of a task's environment/ and return its tag.
 
     A failed build raises SandboxError with the tail of the build log, and is remembered for
@@ -233,17 +244,25 @@ def build_task_image(context: Path, aliases: dict[str, str], failures_dir: Path 
         (Path(tmp) / "Dockerfile").unlink(missing_ok=True)
         (Path(tmp) / "Dockerfile").write_text(text)
         try:
-            # The default bridge is off on this kind of machine: builds that fetch packages use the
-            # host's network, while the sandboxes themselves run with networking off. forcerm: a
-            # failed step's container is removed too.
+            # A task's Dockerfile is untrusted: with the host's network (the default bridge is off
+            # on this kind of machine) its RUN steps reach the host's own services on 127.0.0.1,
+            # so a build gets a network only with the user's consent. forcerm: a failed step's
+            # container is removed too.
             client().images.build(
-                path=tmp, tag=tag, network_mode="host", pull=False, rm=True, forcerm=True, labels={LABEL: "task-image"}
+                path=tmp,
+                tag=tag,
+                network_mode="host" if network else "none",
+                pull=False,
+                rm=True,
+                forcerm=True,
+                labels={LABEL: "task-image"},
             )
         except Exception as exc:  # noqa: BLE001 - build errors come in several SDK types
             message = (
                 f"building {context / 'Dockerfile'} failed: {_first_line(exc)}\n"
                 f"{_build_log_tail(exc)}\n"
-                "(remembered for this task until it changes; `trsi-tui sandbox rebuild "
+                + ("" if network else NO_BUILD_NETWORK)
+                + "(remembered for this task until it changes; `trsi-tui sandbox rebuild "
                 f"{context.parent}` tries again)"
             )
             log.warning("%s", message)

@@ -347,7 +347,11 @@ class DockerSandbox(SessionSandbox):
                 DockerSandbox._orphans_checked = True
                 remove_orphans()
         image = task_image(
-            self.spec.environment_dir, self.spec.image, dict(self.spec.image_aliases), self.spec.build_failures_dir
+            self.spec.environment_dir,
+            self.spec.image,
+            dict(self.spec.image_aliases),
+            self.spec.build_failures_dir,
+            network=self.spec.build_network,
         )
         self._profile = image_profile(image)
         key = self._pool_key(image)

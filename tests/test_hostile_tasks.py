@@ -264,16 +264,22 @@ def test_the_log_file_shows_control_characters_instead_of_running_them():
 
 
 # -- folders that would crash the loader or fill the engine's memory --------------------------------
-def _deep_folders(root: Path, depth: int) -> None:
-    # Built from inside, a few levels at a time: the full path would exceed PATH_MAX.
-    fd = os.open(root, os.O_RDONLY)
-    try:
+@pytest.fixture
+def deep_folders():
+    """Makes a chain of `depth` nested folders `a/a/...`; removes it afterwards, deepest first
+    (pytest's own clean-up of its temporary folders recurses, and would fail on it)."""
+    made: list[Path] = []
+
+    def make(root: Path, depth: int) -> None:
+        path = root
         for _ in range(depth):
-            os.mkdir("a", dir_fd=fd)
-            fd, old = os.open("a", os.O_RDONLY, dir_fd=fd), fd
-            os.close(old)
-    finally:
-        os.close(fd)
+            path = path / "a"
+            path.mkdir()
+            made.append(path)
+
+    yield make
+    for path in reversed(made):
+        path.rmdir()
 
 
 @pytest.mark.parametrize(
@@ -284,13 +290,13 @@ def _deep_folders(root: Path, depth: int) -> None:
         "sparse-file",  # 36 KB on disk, read whole into memory for the upload (2 GB of RSS)
     ],
 )
-def test_a_hostile_task_folder_is_one_error_and_the_suite_loads(tmp_path: Path, plant: str):
+def test_a_hostile_task_folder_is_one_error_and_the_suite_loads(tmp_path: Path, plant: str, deep_folders):
     write_task(tmp_path, "good")
     bad = write_task(tmp_path, "bad")
     if plant == "toml-arrays":
         (bad / "task.toml").write_text("[metadata]\nx = " + "[" * 5000 + "]" * 5000 + "\n")
     elif plant == "deep-folders":
-        _deep_folders(bad / "environment", 1100)
+        deep_folders(bad / "environment", 1100)
     else:
         with open(bad / "environment" / "data.bin", "wb") as f:
             f.truncate(2 << 30)
@@ -299,9 +305,9 @@ def test_a_hostile_task_folder_is_one_error_and_the_suite_loads(tmp_path: Path, 
     assert [e.path.name for e in suite.errors] == ["bad"], suite.errors
 
 
-def test_a_suite_nested_without_end_is_searched_to_a_limit(tmp_path: Path):
+def test_a_suite_nested_without_end_is_searched_to_a_limit(tmp_path: Path, deep_folders):
     write_task(tmp_path, "good")
-    _deep_folders(tmp_path, 1100)
+    deep_folders(tmp_path, 1100)
     suite = load_suite(tmp_path)
     assert [t.name for t in suite.tasks] == ["good"]
     assert len(suite.errors) == 1 and "not searched" in suite.errors[0].reason
@@ -317,3 +323,54 @@ def test_a_classic_task_yaml_that_cannot_be_converted_is_an_error_and_leaves_not
     assert sorted(p.name for p in (tmp_path / "dest").iterdir()) == ["ok"]
     assert load_suite(tmp_path / "src").errors[0].path == src
     assert ok.is_dir()
+
+
+# -- the network is the user's to give ------------------------------------------------------------
+def test_a_task_cannot_give_itself_the_network(tmp_path: Path):
+    from engine.config import Config
+    from engine.rollout.agents import OracleAgent
+    from engine.rollout.episode import run_episode
+
+    task = load_task(write_task(tmp_path, "wants-net", toml="[environment]\nallow_internet = true\n"))
+    r = run_episode(task, OracleAgent(), config=Config(), backend="local")
+    assert r.status == "infra_error" and "[sandbox] allow_internet = true" in r.error
+
+
+@pytest.mark.docker
+def test_a_task_dockerfile_does_not_reach_the_hosts_own_services(tmp_path: Path):
+    """A build had the host's network: a RUN step read a service bound to the host's 127.0.0.1."""
+    import socket
+    import threading
+
+    from engine.config import parse_config
+    from engine.rollout.agents import OracleAgent
+    from engine.rollout.episode import run_episode
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    reached: list[bool] = []
+
+    def serve() -> None:
+        server.settimeout(60)
+        try:
+            conn, _ = server.accept()
+            reached.append(True)
+            conn.sendall(b"host-only-secret\n")
+            conn.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    d = write_task(tmp_path, "reach-host", solve="cat /loot > /app/out.txt")
+    (d / "environment" / "Dockerfile").write_text(
+        "FROM trsi-tui/base:bookworm\n"
+        f"RUN python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', {port})); "
+        "open('/loot', 'wb').write(s.recv(100))\"\n"
+    )
+    config = parse_config('[sandbox]\nbackend = "docker"\n')
+    try:
+        r = run_episode(load_task(d), OracleAgent(), config=config, backend="docker")
+    finally:
+        server.close()
+    assert not reached and not r.success
+    assert r.status == "infra_error" and "allow_internet" in r.error, (r.status, r.error)

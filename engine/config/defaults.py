@@ -23,6 +23,7 @@ tasks = @
 [sandbox]
 backend = @                # local (bubblewrap) or docker
 pids_limit = @             # per sandbox
+allow_internet = @         # tasks that set allow_internet, and task image builds, may use the network
 disk_mb = @                # size cap of each writable filesystem in a sandbox
 setup_timeout_sec = @      # environment/setup.sh
 

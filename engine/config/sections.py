@@ -27,6 +27,10 @@ class SandboxConfig(_Section):
     docker: DockerConfig = DockerConfig()
     # Defaults for tasks whose task.toml leaves a limit out.
     pids_limit: int = Field(512, ge=16)
+    # The user's consent, which a task folder cannot give itself: only then may a task that sets
+    # allow_internet run with a network (the host's where there is no bridge, so the host's own
+    # services on 127.0.0.1 too), and a task's Dockerfile build with one.
+    allow_internet: bool = False
     disk_mb: int = Field(2048, ge=16)
     setup_timeout_sec: float = Field(300.0, gt=0)
 

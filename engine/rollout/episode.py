@@ -42,6 +42,11 @@ from sandboxes import (
 log = logging.getLogger(__name__)
 
 ENV_STAGING = "/run/trsi/environment"
+INTERNET_REFUSED = (
+    "the task sets allow_internet = true, and the config does not allow it: set [sandbox] "
+    "allow_internet = true to run tasks that ask for the network (with no Docker bridge, the host's "
+    "network, its own services on 127.0.0.1 included)"
+)
 
 
 def _ended_by_the_agent(ended: str, events: dict[str, int]) -> tuple[str, VerifierOutcome, dict[str, int]]:
@@ -68,6 +73,7 @@ def sandbox_spec(task: Task, config: Config) -> SandboxSpec:
         image_aliases=tuple(sorted(config.sandbox.docker.aliases.items())),
         warm_pool=config.sandbox.docker.warm_pool,
         build_failures_dir=resolve_paths().build_failures_dir,
+        build_network=config.sandbox.allow_internet,
     )
 
 
@@ -141,6 +147,10 @@ def run_episode(
             "unsupported_environment",
             "task has environment/Dockerfile, which the local backend cannot build; use --backend docker",
         )
+
+    if task.environment.allow_internet and not config.sandbox.allow_internet:
+        # A task folder is untrusted: the network (here the host's) is the user's to give.
+        return infra("sandbox_error", INTERNET_REFUSED)
 
     phase("sandbox")
     try:

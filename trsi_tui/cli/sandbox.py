@@ -71,7 +71,8 @@ def sandbox_rebuild(ctx: click.Context, tasks: tuple[Path, ...]) -> None:
     """
     from sandboxes.docker_images import build_task_image, forget_build_failure
 
-    aliases = engine_of(ctx).config.sandbox.docker.aliases
+    sandbox = engine_of(ctx).config.sandbox
+    aliases = sandbox.docker.aliases
     failures = resolve_paths(ctx.find_root().obj.get("home")).build_failures_dir
     failed = 0
     for task in tasks:
@@ -81,7 +82,8 @@ def sandbox_rebuild(ctx: click.Context, tasks: tuple[Path, ...]) -> None:
             continue
         forget_build_failure(context, aliases, failures)
         try:
-            out.print(f"{markup(str(task))}: built {build_task_image(context, aliases, failures)}")
+            built = build_task_image(context, aliases, failures, network=sandbox.allow_internet)
+            out.print(f"{markup(str(task))}: built {built}")
         except SandboxError as exc:
             failed += 1
             err.print(f"{markup(str(task))}: {markup(str(exc))}")
