@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes import tamper
+from sandboxes import links, tamper
 from sandboxes.base import (
     VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
@@ -67,6 +67,14 @@ def _engine_exec(argv: list[str], what: str, timeout: float = 60) -> subprocess.
         return subprocess.run(argv, env=_host_env(), capture_output=True, text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
         raise SandboxError(f"{what} took over {timeout:g}s") from None
+
+
+def _allocated(path: str) -> int:
+    """Bytes of the host's disk a host file holds (0 when it is gone)."""
+    try:
+        return os.stat(path).st_blocks * 512
+    except OSError:
+        return 0
 
 
 def _host_env() -> dict[str, str]:
@@ -168,6 +176,10 @@ class ImageProfile:
     home: str = "/root"
     user: str = ""  # the image's USER as written (docker exec resolves it, supplementary groups too)
     bash: str = "/bin/bash"  # where the image has bash, looked up before any agent ran
+    # root's HOME in the image's /etc/passwd, read before any agent ran: given to every root exec,
+    # since `docker exec` would read it from the container's /etc/passwd, which the agent can edit
+    # (and so move the verifier's HOME, and the ~/.local/bin/env it sources, to a folder of its own).
+    root_home: str = "/root"
 
     @property
     def as_root(self) -> bool:
@@ -206,7 +218,10 @@ def _probe_image(image: str) -> ImageProfile:
     group = out.split("---group", 1)[-1] if "---group" in out else ""
     user = config.get("User") or ""
     uid, gid, home, _ = resolve_user(user, passwd, group)
-    return ImageProfile(workdir, env_keys, uid, gid, home, user if uid != 0 else "", bash)
+    root_home = next(
+        (e[5] for e in (line.split(":") for line in passwd.splitlines()) if len(e) >= 7 and e[2] == "0"), ""
+    )
+    return ImageProfile(workdir, env_keys, uid, gid, home, user if uid != 0 else "", bash, root_home or "/root")
 
 
 def resolve_user(user: str, passwd: str, group: str) -> tuple[int, int, str, bool]:
@@ -470,6 +485,16 @@ class DockerSandbox(SessionSandbox):
         if layer is None:
             return
         upper = str(layer[0])
+        # /etc/hosts, /etc/hostname and /etc/resolv.conf are host files Docker binds in, outside
+        # the layer: written to, they fill the host's disk just the same.
+        try:
+            # Docker names those files once the container has started; `run` returned its
+            # attributes from before that.
+            attrs = client().api.inspect_container(self._container.id)  # type: ignore[union-attr]
+        except Exception:  # a container already gone has nothing left to watch
+            log.warning("inspecting container %s failed", self._container.id, exc_info=True)  # type: ignore[union-attr]
+            attrs = {}
+        bound = [attrs[k] for k in ("HostsPath", "HostnamePath", "ResolvConfPath") if attrs.get(k)]
         limit = self.spec.limits.disk_mb * 1024 * 1024
         hard_limit = limit + DISK_HARD_MARGIN
         files_limit = MAX_LAYER_FILES
@@ -484,6 +509,7 @@ class DockerSandbox(SessionSandbox):
                 used = int(du.stdout.split()[0])
             except (ValueError, IndexError, subprocess.TimeoutExpired, OSError):
                 used = 0
+            used += sum(_allocated(p) for p in bound)
             if used > hard_limit and not self._stopped:
                 self._end_for_disk(used)
                 return
@@ -574,6 +600,14 @@ class DockerSandbox(SessionSandbox):
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
+        # Links in the writable layer, and in /tmp (a tmpfs, outside it).
+        init = self._init_pid()
+        if init is not None:
+            root = f"/proc/{init}/root"
+            made = ["/" + rel for rel, e in after.items() if e.kind == stat.S_IFLNK]
+            found = links.leading_into_the_verifier(root, [*made, *links.links_under(root, ["/tmp"])])
+            if found:
+                raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
 
     def _teardown(self) -> None:
         if self._session is not None:
@@ -640,6 +674,8 @@ class DockerSandbox(SessionSandbox):
         merged = {"TERM": "dumb", **({} if "LANG" in p.env_keys else {"LANG": "C.UTF-8"})}
         if as_agent and not p.as_root:
             merged.update(HOME=p.home, USER=str(p.uid))
+        elif "HOME" not in p.env_keys:
+            merged["HOME"] = p.root_home
         merged.update(dict(self.spec.env))
         merged.update(env or {})
         flags = ["-i", "-w", cwd or self.workdir]

@@ -30,13 +30,14 @@ import tarfile
 import threading
 from pathlib import Path
 
-from sandboxes import private_view
+from sandboxes import links, private_view
 from sandboxes.base import (
     VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
     BoundedBytes,
     Channel,
     Env,
+    EnvironmentTampered,
     ExecResult,
     Limits,
     OutputChunk,
@@ -106,6 +107,10 @@ def host_tool(name: str) -> str:
     if not real.startswith(("/usr/", "/bin/", "/sbin/", "/lib")):
         raise SandboxUnavailable(f"`{name}` resolves to {real}, outside the host userland the sandbox mounts")
     return real
+
+
+# The host's read-only mounts and the kernel's views: the rest of the sandbox is the agent's.
+READ_ONLY_TOPS = frozenset({"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/dev"})
 
 
 def _userland_binds() -> list[str]:
@@ -375,6 +380,11 @@ class LocalSandbox(SessionSandbox):
         survivors = end_namespace(self._init_pid)
         if survivors:
             raise AgentProcessesSurvived(f"{len(survivors)} agent process(es) could not be ended: {sorted(survivors)}")
+        # Everything outside the host's read-only mounts is the agent's to write, links included.
+        root = f"/proc/{self._init_pid}/root"
+        found = links.leading_into_the_verifier(root, links.links_under(root, ["/"], skip=READ_ONLY_TOPS))
+        if found:
+            raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
 
     def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
         """The verifier's view: private mount and pid namespaces with tmpfs at each upload and at

@@ -34,6 +34,9 @@ keep working:
 - `/etc/nsswitch.conf` and `/etc/gconv`-style module lists, and a new NSS module
   (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
   looks up a user (bash at start-up) or converts a charset, the verifier's included;
+- the alternatives (`/etc/alternatives/awk`, through which `/usr/bin/awk` runs a program), changed;
+  OpenSSL's, apt's, git's and npm's system configuration and Perl's `/etc/perl/`, created or
+  changed: each can make a program the verifier runs load or run the agent's code;
 - an interpreter's landmark files beside or above it (`pyvenv.cfg`, `*._pth`, `pybuilddir.txt`
   in /, /usr, /usr/local or a PATH directory): they move Python's standard library elsewhere.
 
@@ -70,6 +73,8 @@ SYSTEM_DIRS = (
     "usr/local/sbin/",
     "usr/local/lib/",
     "etc/python",
+    # /usr/bin/awk -> /etc/alternatives/awk -> the program: the link here picks what runs.
+    "etc/alternatives/",
 )
 PATH_DIRS = ("usr/local/sbin/", "usr/local/bin/", "usr/sbin/", "usr/bin/", "sbin/", "bin/")
 _SITE = re.compile(r"/(site|dist)-packages/")
@@ -86,14 +91,27 @@ SYSTEM_ROOTS = frozenset(
 )
 # The standard library (outside site-packages) and its zip, first on sys.path.
 _STDLIB = re.compile(r"^(usr/(local/)?)?lib(64)?/python\d[\d.]*(/|$)|^(usr/(local/)?)?lib(64)?/python\d+\.zip$")
+# Configuration that makes a program the verifier may run load or run code of the agent's:
+# OpenSSL providers (dlopened into Python by `import hashlib`), apt hooks (a test.sh's
+# `apt-get update` runs them), git's (fsmonitor, hooksPath, aliases), npm's (node-options,
+# script-shell), Perl's sitecustomize.
 ALWAYS_PROTECTED = (
     "etc/ld.so.preload",
     "etc/ld.so.conf",
     "etc/nsswitch.conf",
     "root/.local/bin/env",
     "root/.cargo/env",
+    "etc/ssl/openssl.cnf",
+    "usr/lib/ssl/openssl.cnf",
+    "usr/local/ssl/openssl.cnf",
+    "etc/apt/apt.conf",
+    "etc/gitconfig",
+    "etc/npmrc",
+    "usr/etc/npmrc",
+    "usr/local/etc/npmrc",
+    "usr/local/etc/gitconfig",
 )
-PROTECTED_PREFIXES = ("etc/ld.so.conf.d/",)
+PROTECTED_PREFIXES = ("etc/ld.so.conf.d/", "etc/apt/apt.conf.d/", "etc/perl/")
 # Files glibc loads by name from its library directories into programs that never asked for them.
 _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)$")
 # Python's landmarks: beside the interpreter or one directory up, they relocate its stdlib.

@@ -132,8 +132,13 @@ HARDENED_ENV = {
 }
 GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
 GUARD_DIR = "/run/trsi-verifier-guard"
-# The guard goes in front of whatever PYTHONPATH the image sets.
-VERIFIER_COMMAND = f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
+# The guard goes in front of whatever PYTHONPATH the image sets. Python drops a PYTHONPATH entry
+# it cannot reach without a word, so the verifier fails closed (no report: a zero) where the guard
+# cannot be read by the test's own user: an agent's `chmod 000 /run` made the guard vanish.
+VERIFIER_COMMAND = (
+    f"[ -r {GUARD_DIR}/sitecustomize.py ] || {{ echo 'trsi: the verifier guard cannot be read' >&2; exit 1; }}\n"
+    f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
+)
 # pytest looks for its ini file from /tests upwards, so files at the root written by the agent
 # would configure the verifier's pytest (plugins, pythonpath, `addopts = --co`, which passes by
 # running nothing). The verifier does not see them: every name any pytest version reads.

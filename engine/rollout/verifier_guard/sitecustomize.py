@@ -16,6 +16,12 @@ agent's. Likewise an `import` statement in the interpreter's own code (pytest im
 `pygments` to colour a traceback) never takes a module from outside the interpreter's
 locations: what such code does without is optional, never the task's.
 
+The task's tests come first of all: the engine uploads them to /tests, which no agent process
+outlives to write, and pytest imports a test file by its bare name (`test_outputs`, `conftest`)
+after putting its folder on sys.path. A folder of /tests that is on sys.path is searched before
+the interpreter's locations, so that a `test_outputs.py` the agent added to site-packages is
+never imported in the test's place.
+
 It also keeps pytest from loading plugins that are declared by metadata outside those
 locations (an agent's `evil.dist-info/entry_points.txt` with a `pytest11` entry in /app).
 
@@ -30,6 +36,7 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_TESTS = "/tests"  # where the engine uploads a task's tests for the verifier
 _IMPORT_NAME = opcode.opmap["IMPORT_NAME"]
 # Modules of other platforms that the standard library and pytest try to import and do without
 # when they are missing (ntpath tries `nt`, copy and pickle try `org`): from anywhere else on
@@ -76,6 +83,12 @@ def _import_statement_of_the_interpreters_own(own):
     return 0 <= frame.f_lasti < len(code) and code[frame.f_lasti] == _IMPORT_NAME
 
 
+def _tests_first(path):
+    """`path` with the folders of /tests that are on sys.path now (pytest adds them) in front."""
+    tests = [p for p in sys.path if p == _TESTS or p.startswith(_TESTS + "/")]
+    return tests + path if tests else path
+
+
 class _InterpreterFirst(object):
     """Top-level modules come from the interpreter's own locations when they exist there."""
 
@@ -88,7 +101,7 @@ class _InterpreterFirst(object):
             return None  # a submodule: its package's own __path__ decides
         if name in _OTHER_PLATFORMS and sys.platform != "win32":
             raise ModuleNotFoundError("No module named %r" % name, name=name)
-        spec = importlib.machinery.PathFinder.find_spec(name, self.path)
+        spec = importlib.machinery.PathFinder.find_spec(name, _tests_first(self.path))
         if spec is None and _import_statement_of_the_interpreters_own(self.own):
             raise ModuleNotFoundError("No module named %r" % name, name=name)
         return spec
@@ -120,7 +133,7 @@ def _path_finder_interpreter_first(trusted):
 
     def find_spec(cls, name, path=None, target=None):
         if path is None and "." not in name:
-            spec = original(name, trusted, target)
+            spec = original(name, _tests_first(trusted), target)
             if spec is not None:
                 return spec
         return original(name, path, target)

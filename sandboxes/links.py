@@ -1,0 +1,104 @@
+"""Symbolic links the agent left that would lead the verifier to its own files.
+
+The verifier's tests are uploaded to /tests and write their verdict to /logs/verifier, and
+neither exists during the agent's turn. A link made then, such as `/app/out.txt ->
+../tests/expected.txt` (the file a test compares the answer with), points nowhere while the
+agent works and at the expected answer once the verifier runs: the test compares that file
+with itself and passes. Links into /proc (`/proc/self/root/...`, `/proc/1/fd/...`) or to a
+process's own descriptors (`/dev/stdin`) lead into whatever the reading process holds.
+
+`leading_into_the_verifier` resolves links the way the kernel will in the verifier's view, one
+component at a time, inside the sandbox's root as the host sees it (`/proc/<init>/root`): it
+only ever calls lstat and readlink there, never opens or follows a link on the host, and treats
+a missing component (/tests) as the plain directory it will be.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+from collections.abc import Iterable, Iterator
+
+# Where a link must not lead: the verifier's files, and what stands for the reading process.
+FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard", "/proc", "/dev/fd")
+MAX_HOPS = 40  # the kernel's own limit on links in one path
+MAX_LINKS = 10_000  # links checked at most; past that, the check itself fails closed
+
+
+def resolve(root: str, path: str) -> str | None:
+    """`path` (absolute, inside the sandbox) with every link resolved within `root`; None past
+    MAX_HOPS links (a loop: the verifier could not open it either)."""
+    parts = [p for p in path.split("/") if p]
+    done = "/"
+    hops = 0
+    while parts:
+        part = parts.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            done = posixpath.dirname(done.rstrip("/")) or "/"
+            continue
+        here = posixpath.join(done, part)
+        if here.startswith(("/proc/", "/dev/")):
+            return posixpath.join(here, *parts)  # a kernel view: resolved per reader, not here
+        try:
+            st = os.lstat(root + here)
+        except OSError:
+            done = here  # missing now (/tests appears only in the verifier's view)
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            done = here
+            continue
+        hops += 1
+        if hops > MAX_HOPS:
+            return None
+        try:
+            target = os.readlink(root + here)
+        except OSError:
+            return None
+        parts = [p for p in target.split("/") if p] + parts
+        if target.startswith("/"):
+            done = "/"
+    return done
+
+
+def forbidden(resolved: str) -> bool:
+    return resolved.startswith("/dev/std") or any(resolved == f or resolved.startswith(f + "/") for f in FORBIDDEN)
+
+
+def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
+    """Those of `links` (absolute paths inside the sandbox) that resolve into FORBIDDEN, each as
+    'link -> where it leads'."""
+    found = []
+    for n, link in enumerate(links):
+        if n >= MAX_LINKS:
+            found.append(f"over {MAX_LINKS} symbolic links: too many to check")
+            break
+        resolved = resolve(root, link)
+        if resolved is not None and forbidden(resolved):
+            found.append(f"{link} -> {resolved}")
+    return found
+
+
+def links_under(root: str, tops: Iterable[str], skip: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Every symbolic link below each of `tops` (absolute paths inside the sandbox), not entering
+    links or the paths in `skip`; at most MAX_LINKS + 1 of them."""
+    count = 0
+    stack = [t for t in tops if t not in skip]
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(root + directory) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            path = posixpath.join(directory, entry.name)
+            if entry.is_symlink():
+                yield path
+                count += 1
+                if count > MAX_LINKS:
+                    return
+            elif entry.is_dir(follow_symlinks=False) and path not in skip:
+                stack.append(path)
