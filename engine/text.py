@@ -27,7 +27,10 @@ UNFINISHED_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x
 ESCAPE_SEQUENCE = re.compile(UNFINISHED_ESCAPE.pattern + "|" + _COMPLETE)
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals),
 # and lone surrogates (undecodable bytes smuggled through `surrogateescape`).
-CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# Controls, lone surrogates, and the bidirectional overrides and isolates (U+202A-U+202E,
+# U+2066-U+2069, U+200E/U+200F) and line/paragraph separators: a terminal that honours them
+# reverses the rest of the line, so a name could be shown as another.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 
 
 def printable(text: str, tab_size: int = 8) -> str:

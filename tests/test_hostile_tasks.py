@@ -374,3 +374,20 @@ def test_a_task_dockerfile_does_not_reach_the_hosts_own_services(tmp_path: Path)
         server.close()
     assert not reached and not r.success
     assert r.status == "infra_error" and "allow_internet" in r.error, (r.status, r.error)
+
+
+def test_emoji_codes_and_bidirectional_controls_in_a_name_print_as_text(tmp_path: Path):
+    """Rich turned `:skull:` into a glyph, and U+202E reached the terminal, which then showed
+    the rest of the line reversed (a name could pass for another)."""
+    suite = tmp_path / "suite"
+    write_task(suite, "a:skull:b\u202egnp.exe")
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "eval", "--tasks", str(suite), "--agent", "nop"], obj={})
+    assert ":skull:" in r.output and "\U0001f480" not in r.output and "\u202e" not in r.output, r.output
+
+
+def test_a_suite_path_that_is_not_utf8_is_evaluated(tmp_path: Path):
+    """Its path could not be stored: `'utf-8' codec can't encode`, and no episode ran."""
+    suite = tmp_path / os.fsdecode(b"suite\xff")
+    write_task(suite, "fine")
+    r = CliRunner().invoke(cli, ["--home", str(tmp_path), "eval", "--tasks", str(suite), "--agent", "oracle"], obj={})
+    assert "codec" not in r.output and "1/1" in r.output, r.output

@@ -14,7 +14,7 @@ from engine.config import Config, parse_config
 from engine.events import EpisodeStarted, RunFinished, RunStarted, SandboxOutput
 from engine.store import Store
 from tests.conftest import write_task
-from tests.tui_data import EVAL_RUN, _episode, build_store, settle
+from tests.tui_data import EVAL_RUN, _episode, build_store, row_text, settle
 from trsi_tui.app import create_app
 from trsi_tui.screens.confirm import ConfirmScreen
 from trsi_tui.screens.curves import CurvesScreen
@@ -43,12 +43,12 @@ async def test_dashboard_shows_stored_stages_and_runs(tmp_path: Path):
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
-        assert stages.get_row_at(0)[:2] == ["Base", "done"]
-        assert stages.get_row_at(0)[2] == "0.500 [0.250, 0.750]"
-        assert stages.get_row_at(1)[1] == "running" and stages.get_row_at(2)[1] == "not run"
+        assert row_text(stages, 0)[:2] == ["Base", "done"]
+        assert row_text(stages, 0)[2] == "0.500 [0.250, 0.750]"
+        assert row_text(stages, 1)[1] == "running" and row_text(stages, 2)[1] == "not run"
         assert not app.screen.query_one("#seeds", DataTable).display  # one training seed: no table over seeds
         runs = app.screen.query_one("#runs", DataTable)
-        assert runs.get_row_at(0)[0] == EVAL_RUN and runs.get_row_at(0)[6] == "0.500 [0.250, 0.750]"
+        assert row_text(runs, 0)[0] == EVAL_RUN and row_text(runs, 0)[6] == "0.500 [0.250, 0.750]"
         await pilot.press("enter")  # open the highlighted run's trajectories
         assert app.current_mode == "trajectories"
         assert app.screen.query_one("#episodes", DataTable).row_count == 7
@@ -77,7 +77,7 @@ async def test_dashboard_shows_each_stage_over_training_seeds_with_its_gain_over
         await settle(pilot)
         table = app.screen.query_one("#seeds", DataTable)
         assert table.display
-        rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(table.row_count)}
+        rows = {row_text(table, i)[0]: row_text(table, i) for i in range(table.row_count)}
         assert rows["Base"][1:3] == ["1", "0: 0.375"]  # tasks weigh equally: (1 + 0 + 1/2 + 0) / 4
         # Seed 1 passes everything Base failed: +0.625 over Base; seed 0 is Base's episodes: +0.
         assert rows["RSR-1"][1:3] == ["2", "0: 0.375, 1: 1.000"]
@@ -98,9 +98,9 @@ async def test_tasks_screen_shows_the_current_models_pass_estimate_from_the_newe
         await pilot.press("3")
         await settle(pilot)
         table = app.screen.query_one("#tasks", DataTable)
-        row = table.get_row("count-lines-1")
+        row = row_text(table, key="count-lines-1")
         assert row[-1] == "0/1 0.33 r2"  # (0 + 1) / (1 + 2): never 0, never 1
-        assert table.get_row("copy-file-1")[-1] == "-"  # never explored
+        assert row_text(table, key="copy-file-1")[-1] == "-"  # never explored
 
 
 async def test_oracle_eval_of_two_builtin_tasks_started_from_the_form_streams_both_shells(tmp_path: Path):
@@ -180,11 +180,11 @@ async def test_trajectory_filters_narrow_the_list(tmp_path: Path):
         screen.query_one("#outcome").value = "infra"
         await settle(pilot)
         table = screen.query_one("#episodes", DataTable)
-        assert table.row_count == 1 and table.get_row_at(0)[7] == "sandbox_error"
+        assert table.row_count == 1 and row_text(table, 0)[7] == "sandbox_error"
         screen.query_one("#outcome").value = "all"
         await pilot.press("slash", *"copy")
         await settle(pilot)
-        assert {table.get_row_at(i)[1] for i in range(table.row_count)} == {"copy-file-1", "copy-file-2"}
+        assert {row_text(table, i)[1] for i in range(table.row_count)} == {"copy-file-1", "copy-file-2"}
 
 
 async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: Path):
@@ -197,7 +197,7 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         table = app.screen.query_one("#runbooks", DataTable)
         assert table.row_count == 2  # the pending queue; the approved one is filtered out
         clean, leaky = [r.id for r in store.runbooks.list(status="pending")]
-        assert "LEAK" in table.get_row_at(1)[4]
+        assert "LEAK" in row_text(table, 1)[4]
 
         await pilot.press("e")
         app.screen.query_one("#text").insert("\n4. Done.\n")
@@ -210,7 +210,7 @@ async def test_approve_edit_and_reject_runbook_drafts_write_the_store(tmp_path: 
         approved = Store(tmp_path / "db.sqlite").runbooks.get(clean)  # a fresh reader sees the decision
         assert (approved.status, approved.decided_by) == ("approved", "human")
 
-        assert table.row_count == 1 and "reject" in table.get_row_at(0)[5]
+        assert table.row_count == 1 and "reject" in row_text(table, 0)[5]
         app.screen.query_one("#note", Input).value = "quotes the verifier"
         table.focus()
         await pilot.press("x")
@@ -232,7 +232,7 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
-        assert stages.get_row_at(1)[1] == "running"
+        assert row_text(stages, 1)[1] == "running"
         assert "RPR rollouts" in app.screen.reward_title and "6 round" in app.screen.reward_title
 
         def pipeline_thread():  # what the pipeline does from its worker thread
@@ -252,9 +252,9 @@ async def test_the_dashboard_stage_table_fills_in_live_as_the_pipeline_reports(t
             engine.bus.emit(PipelineProgress("RPR-1", "running", "training"))
 
         threading.Thread(target=pipeline_thread).start()
-        await wait_until(pilot, lambda: stages.get_row_at(2)[1] == "running")
-        assert stages.get_row_at(1)[:3] == ["RSR-1", "done", "0.125 [0.000, 0.250]"]
-        assert stages.get_row_at(1)[3].endswith("rsr-1/adapter.gguf")
+        await wait_until(pilot, lambda: row_text(stages, 2)[1] == "running")
+        assert row_text(stages, 1)[:3] == ["RSR-1", "done", "0.125 [0.000, 0.250]"]
+        assert row_text(stages, 1)[3].endswith("rsr-1/adapter.gguf")
         assert "Pipeline: RPR-1 running: training" in text_of(app, "#now")
 
 
@@ -398,7 +398,7 @@ async def test_help_lists_bindings_with_ids_and_the_palette_jumps_to_screens(tmp
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         keys = app.screen.query_one("#keys", DataTable)
-        ids = {keys.get_row_at(i)[2] for i in range(keys.row_count)}
+        ids = {row_text(keys, i)[2] for i in range(keys.row_count)}
         assert {"app.screen.runbooks", "app.new_run", "app.quit", "dashboard.refresh"} <= ids
         await pilot.press("escape")
         await pilot.press("ctrl+p")
@@ -499,10 +499,10 @@ async def test_a_pipeline_started_with_the_app_reports_a_broken_suite_in_the_sta
         assert app.current_mode == "dashboard"
         await settle(pilot)
         stages = app.screen.query_one("#stages", DataTable)
-        await wait_until(pilot, lambda: stages.get_row_at(0)[1] == "failed")
-        assert "no tasks in the eval split" in stages.get_row_at(0)[4]
+        await wait_until(pilot, lambda: row_text(stages, 0)[1] == "failed")
+        assert "no tasks in the eval split" in row_text(stages, 0)[4]
         await wait_until(pilot, lambda: not app.run_in_progress)
-        assert stages.get_row_at(1)[1] == "not run"  # nothing after a failed stage starts
+        assert row_text(stages, 1)[1] == "not run"  # nothing after a failed stage starts
     assert engine.store.stages.all()["Base"].status == "failed"
 
 

@@ -290,3 +290,9 @@ async def settle(pilot, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"store reads still pending: {pending}")
         await asyncio.sleep(0.01)
+
+
+def row_text(table, index: int | None = None, *, key: str | None = None) -> list[str]:
+    """A table row's cells as the text they show (cells of untrusted text are Rich Text)."""
+    row = table.get_row(key) if key is not None else table.get_row_at(index)
+    return [str(cell) for cell in row]

@@ -236,7 +236,9 @@ class TrsiApp(App):
                 self._apply(event)
         self.sub_title = f"attached to job {job.id}"
         stop_key = self.engine.config.tui.keymap.get("app.stop_run", "s")
-        self.notify(f"{self.job_line(job)}; {stop_key} stops it.", title=f"Attached to job {job.id}", timeout=8)
+        self.notify(
+            f"{self.job_line(job)}; {stop_key} stops it.", title=f"Attached to job {job.id}", timeout=8, markup=False
+        )
         self.screen.post_message(LiveChanged(frozenset(self.live.panes), structural=True))
         self.screen.post_message(JobChanged())
 
@@ -259,7 +261,7 @@ class TrsiApp(App):
             self.live.work_ended(f"ended with job {job.id}")
         self.sub_title = self.SUB_TITLE
         severity = "information" if job.status == "done" else "error" if job.status == "failed" else "warning"
-        self.notify(self.job_end_line(job), title="Job ended", severity=severity, timeout=15)
+        self.notify(self.job_end_line(job), title="Job ended", severity=severity, timeout=15, markup=False)
         self.screen.post_message(LiveChanged(frozenset(self.live.panes), structural=True))
         self.screen.post_message(JobChanged())
         if self._exit_when_job_ended:
@@ -389,7 +391,7 @@ class TrsiApp(App):
     @on(JobStartFailed)
     def _job_start_failed(self, message: JobStartFailed) -> None:
         self.job_starting = ""
-        self.notify(message.error, title="Not started", severity="error", timeout=15)
+        self.notify(message.error, title="Not started", severity="error", timeout=15, markup=False)
 
     @work(thread=True, exclusive=True, group="engine", exit_on_error=False)
     def _run_worker(self, job: Callable[[], str]) -> None:
@@ -408,11 +410,11 @@ class TrsiApp(App):
         self.run_in_progress = False
         self.flush_output()
         if message.error:
-            self.notify(message.error, title="Run failed", severity="error", timeout=15)
+            self.notify(message.error, title="Run failed", severity="error", timeout=15, markup=False)
         elif message.stopped:
-            self.notify(f"{message.stopped}; start it again to resume.", title="Stopped")
+            self.notify(f"{message.stopped}; start it again to resume.", title="Stopped", markup=False)
         elif message.note:
-            self.notify(message.note, title="Done")
+            self.notify(message.note, title="Done", markup=False)
         self.screen.post_message(LiveChanged(frozenset(), structural=True))
         if self._exit_when_stopped:
             self.exit()

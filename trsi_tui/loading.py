@@ -58,7 +58,7 @@ class StoreLoader:
         if message.generation != self.__dict__.get("_load_generations", {}).get(message.key):
             return  # a newer read of the same thing is on its way
         if message.error:
-            self.notify(message.error, title="Could not read the store", severity="error")
+            self.notify(message.error, title="Could not read the store", severity="error", markup=False)
             return
         getattr(self, f"show_{message.key}")(message.data)
 

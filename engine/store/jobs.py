@@ -8,7 +8,7 @@ that finished it under a scope naming the stage and its part: "rsr/1/explore", "
 from __future__ import annotations
 
 from engine.store.records import JobRecord
-from engine.store.schema import Database
+from engine.store.schema import Database, storable
 
 
 class JobRepository:
@@ -18,7 +18,9 @@ class JobRepository:
     def done(self, scope: str, key: str, run_id: str, episode_id: str, success: bool) -> None:
         with self._d.lock:
             self._d.db["jobs"].upsert(
-                {"scope": scope, "key": key, "run_id": run_id, "episode_id": episode_id, "success": int(success)},
+                storable(
+                    {"scope": scope, "key": key, "run_id": run_id, "episode_id": episode_id, "success": int(success)}
+                ),
                 pk=("scope", "key"),
             )
 

@@ -7,7 +7,7 @@ import json
 from engine.keys import RSR_EXPLORE_SCOPE_LIKE, ExploreKey, rsr_round_of_scope, rsr_scope
 from engine.store.jobs import JobRepository
 from engine.store.records import Provenance, RsrRoundRecord, Sample
-from engine.store.schema import Database, now
+from engine.store.schema import Database, now, storable
 
 
 class RsrRepository:
@@ -95,7 +95,7 @@ class RsrRepository:
         ]
         with self._d.lock, self._d.db.atomic():
             before = self._d.db["sft_samples"].count
-            self._d.db["sft_samples"].insert_all(rows, pk=("round", "digest"), ignore=True)
+            self._d.db["sft_samples"].insert_all(map(storable, rows), pk=("round", "digest"), ignore=True)
             return self._d.db["sft_samples"].count - before
 
     def samples(self, round: int) -> list[Sample]:

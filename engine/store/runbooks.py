@@ -7,7 +7,7 @@ import uuid
 from dataclasses import asdict
 
 from engine.store.records import RUNBOOK_STATUSES, LeakReport, ReviewVerdict, Runbook, RunbookDraft
-from engine.store.schema import Database, now
+from engine.store.schema import Database, now, storable
 
 
 class RunbookRepository:
@@ -19,24 +19,26 @@ class RunbookRepository:
         stamp = now()
         with self._d.lock:
             self._d.db["runbooks"].insert(
-                {
-                    "id": runbook_id,
-                    "task": draft.task,
-                    "round": draft.round,
-                    "source_episode_id": draft.source_episode_id,
-                    "harness": draft.harness,
-                    "status": status,
-                    "text": draft.text,
-                    "original_text": draft.text,
-                    "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
-                    "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
-                    "decided_by": decided_by,
-                    "note": "",
-                    "created_at": stamp,
-                    "updated_at": stamp,
-                    "author": draft.author,
-                    "reviewer_raw": draft.reviewer_raw,
-                }
+                storable(
+                    {
+                        "id": runbook_id,
+                        "task": draft.task,
+                        "round": draft.round,
+                        "source_episode_id": draft.source_episode_id,
+                        "harness": draft.harness,
+                        "status": status,
+                        "text": draft.text,
+                        "original_text": draft.text,
+                        "leak": json.dumps(asdict(draft.leak)) if draft.leak else None,
+                        "verdict": json.dumps(asdict(draft.verdict)) if draft.verdict else None,
+                        "decided_by": decided_by,
+                        "note": "",
+                        "created_at": stamp,
+                        "updated_at": stamp,
+                        "author": draft.author,
+                        "reviewer_raw": draft.reviewer_raw,
+                    }
+                )
             )
         return runbook_id
 

@@ -9,16 +9,7 @@ from datetime import datetime, timezone
 
 from engine.results import AgentStep, EpisodeResult
 from engine.store.records import CheckRecord, EpisodeOutcome, EpisodeRecord, ModelRecord, RunRecord
-from engine.store.schema import Database, now, pid_alive
-
-
-def storable(row: dict) -> dict:
-    """A row whose text SQLite can hold. A sandbox's file names reach results decoded with
-    surrogateescape, and a report's JSON may carry `\\udcff`: a lone surrogate cannot be encoded
-    as UTF-8, and one such episode would end the run that stores it."""
-    return {
-        k: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v for k, v in row.items()
-    }
+from engine.store.schema import Database, now, pid_alive, storable
 
 
 class RunRepository:
@@ -47,20 +38,22 @@ class RunRepository:
         run_id = run_id or datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         with self._d.lock:
             self._d.db["runs"].insert(
-                {
-                    "id": run_id,
-                    "kind": kind,
-                    "created_at": now(),
-                    "finished_at": None,
-                    "status": "running",
-                    "pid": os.getpid(),
-                    "backend": backend,
-                    "agent": agent,
-                    "tasks_path": tasks_path,
-                    "total": total,
-                    "config": json.dumps(config),
-                    "summary": "{}",
-                }
+                storable(
+                    {
+                        "id": run_id,
+                        "kind": kind,
+                        "created_at": now(),
+                        "finished_at": None,
+                        "status": "running",
+                        "pid": os.getpid(),
+                        "backend": backend,
+                        "agent": agent,
+                        "tasks_path": tasks_path,
+                        "total": total,
+                        "config": json.dumps(config),
+                        "summary": "{}",
+                    }
+                )
             )
         return run_id
 

@@ -360,3 +360,12 @@ class Database:
     def close(self) -> None:
         with self.lock:
             self.db.conn.close()
+
+
+def storable(row: dict) -> dict:
+    """A row whose text SQLite can hold. A sandbox's file names reach results decoded with
+    surrogateescape, and a report's JSON may carry `\\udcff`: a lone surrogate cannot be encoded
+    as UTF-8, and one such episode would end the run that stores it."""
+    return {
+        k: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v for k, v in row.items()
+    }

@@ -22,8 +22,9 @@ from sandboxes import available_backends
 from trsi_tui.safe_text import markup, plain, printable
 
 # Piped output (CI logs, files) gets a wide console so tables are not cut to 80 columns.
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+# emoji=False: `:skull:` in a task's name is text, not a glyph.
+out = Console(width=None if sys.stdout.isatty() else 160, emoji=False)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160, emoji=False)
 
 
 TASKS_HELP = (

@@ -20,6 +20,7 @@ from textual_plotext import PlotextPlot
 from engine.api import CurveRun, RunCurvesUpdate, StagePasses
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 REFRESH_S = 3.0
 
@@ -38,7 +39,7 @@ class CurvesScreen(LiveStoreView, Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="split"):
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Table(id="runs", cursor_type="row", zebra_stripes=True)
             with Vertical(id="plots"):
                 yield PlotextPlot(id="reward")
                 yield PlotextPlot(id="training")

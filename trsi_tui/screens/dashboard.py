@@ -18,6 +18,7 @@ from trsi_tui.messages import JobChanged
 from trsi_tui.render import RUN_COLUMNS, SEED_COLUMNS, STAGE_COLUMNS, cluster_line, run_row, seed_rows, stage_rows
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 CLUSTER_EVERY_S = 5.0
 
@@ -31,15 +32,15 @@ class DashboardScreen(LiveStoreView, Screen):
         yield Header()
         with Vertical(id="body"):
             yield Static("Pipeline", classes="title")
-            yield DataTable(id="stages", cursor_type="none", zebra_stripes=True)
+            yield Table(id="stages", cursor_type="none", zebra_stripes=True)
             yield Static("Over training seeds (paired: same eval tasks and sampling seeds)", id="seeds-title")
-            yield DataTable(id="seeds", cursor_type="none", zebra_stripes=True)
+            yield Table(id="seeds", cursor_type="none", zebra_stripes=True)
             yield PlotextPlot(id="reward")
             yield Static("", id="job")
             yield Static("", id="now")
             yield Static("", id="cluster")
             yield Static("Recent runs  (enter: browse its trajectories)", classes="title")
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Table(id="runs", cursor_type="row", zebra_stripes=True)
         yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:

@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from trsi_tui.widgets.table import Table
+
 SCREEN_GUIDE = """\
 [b]1 Dashboard[/]  pipeline stages, what runs now, recent runs (enter: its trajectories)
 [b]2 Sandboxes[/]  live shells of running episodes; tab focuses (and enlarges) a pane, z maximizes
@@ -37,7 +39,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help"):
             yield Static("trsi-tui help", id="help-title")
             yield Static(SCREEN_GUIDE, id="guide")
-            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            yield Table(id="keys", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#keys", DataTable)

@@ -18,6 +18,7 @@ from trsi_tui.loading import LiveStoreView
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import printable
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 FILTERS = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("all", "all")]
 
@@ -42,7 +43,7 @@ class RunbooksScreen(LiveStoreView, Screen):
         with Horizontal(id="split"):
             with Vertical(id="queue"):
                 yield Select(FILTERS, value="pending", allow_blank=False, id="status")
-                yield DataTable(id="runbooks", cursor_type="row", zebra_stripes=True)
+                yield Table(id="runbooks", cursor_type="row", zebra_stripes=True)
             with Vertical(id="detail"):
                 yield Static("", id="meta")
                 yield TextArea("", id="text", read_only=True, language="markdown", show_line_numbers=False)
@@ -168,5 +169,5 @@ class RunbooksScreen(LiveStoreView, Screen):
         self.load("decided", lambda: engine.decide_runbook(runbook_id, status, note=note, edited=edited))
 
     def show_decided(self, decided: Runbook) -> None:
-        self.notify(f"Runbook {decided.id} ({decided.task}) {decided.status}.")
+        self.notify(f"Runbook {decided.id} ({decided.task}) {decided.status}.", markup=False)
         self.action_refresh()

@@ -15,12 +15,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Header, Markdown, Select, Static
+from textual.widgets import DataTable, Header, Select, Static
 
 from engine.api import EvalRequest, Suite, SuiteOverview, Task, TaskDetail, TaskStatus, builtin_tasks_dir
 from trsi_tui.loading import StoreLoader
-from trsi_tui.safe_text import markup, one_line, printable
+from trsi_tui.safe_text import markup, one_line, plain
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 
 class TasksScreen(StoreLoader, Screen):
@@ -43,10 +44,12 @@ class TasksScreen(StoreLoader, Screen):
             [(_suite_label(p), str(p)) for p in self.suites], value=str(self.suites[0]), allow_blank=False, id="suite"
         )
         with Horizontal(id="split"):
-            yield DataTable(id="tasks", cursor_type="row", zebra_stripes=True)
+            yield Table(id="tasks", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="detail"):
                 yield Static("", id="task-title")
-                yield Markdown("", id="instruction")
+                # The instruction as the agent receives it, not rendered: Markdown would hide an
+                # HTML comment or a link reference, which the model still reads.
+                yield Static("", id="instruction")
                 yield Static("Checks", classes="title")
                 yield Static("", id="checks")
                 yield Static("Validation", classes="title")
@@ -87,7 +90,7 @@ class TasksScreen(StoreLoader, Screen):
             valid, estimate = _valid_text(status), _estimate_text(status)
             table.add_row(task.name, task.split or "-", task.difficulty, valid, estimate, key=task.name)
         errors = self.query_one("#suite-errors", Static)
-        errors.update("\n".join(f"malformed: {e.path}: {e.reason}" for e in self.suite.errors))
+        errors.update("\n".join(f"malformed: {markup(str(e.path))}: {markup(e.reason)}" for e in self.suite.errors))
         errors.display = bool(self.suite.errors)
         if self.suite.tasks:
             self.show(self.suite.tasks[0])
@@ -102,12 +105,12 @@ class TasksScreen(StoreLoader, Screen):
     def show(self, task: Task) -> None:
         self.selected = task
         self.query_one("#task-title", Static).update(
-            f"[b]{task.name}[/]  split {task.split or '-'} · {task.difficulty} · agent timeout "
+            f"[b]{markup(task.name)}[/]  split {markup(task.split or '-')} · {markup(task.difficulty)} · agent timeout "
             f"{task.agent_timeout_sec:.0f}s · {task.environment.memory_mb} MB · "
             f"{'internet' if task.environment.allow_internet else 'no network'}\n"
-            f"[dim]{_suite_label(self.suite.root)}: {task.path.relative_to(self.suite.root)}[/]"
+            f"[dim]{markup(_suite_label(self.suite.root))}: {markup(str(task.path.relative_to(self.suite.root)))}[/]"
         )
-        self.query_one("#instruction", Markdown).update(printable(task.instruction))
+        self.query_one("#instruction", Static).update(plain(task.instruction))
         engine = self.app.engine
         self.load("task", lambda: engine.task_detail(task.name))
 

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Header, Input, Select, Static
 from trsi_tui.loading import LiveStoreView
 from trsi_tui.screens.trajectory import TrajectoryScreen
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 OUTCOMES = [("all outcomes", "all"), ("passed", "passed"), ("failed", "failed"), ("infra errors", "infra")]
 
@@ -29,7 +30,7 @@ class TrajectoriesScreen(LiveStoreView, Screen):
             yield Select([], prompt="all runs", id="run")
             yield Input(placeholder="task name contains…", id="task")
             yield Select(OUTCOMES, value="all", allow_blank=False, id="outcome")
-        yield DataTable(id="episodes", cursor_type="row", zebra_stripes=True)
+        yield Table(id="episodes", cursor_type="row", zebra_stripes=True)
         yield Static("", id="count")
         yield SteadyFooter(compact=True)
 

@@ -17,6 +17,7 @@ from trsi_tui.loading import StoreLoader
 from trsi_tui.safe_text import markup as escape
 from trsi_tui.safe_text import one_line
 from trsi_tui.widgets.footer import SteadyFooter
+from trsi_tui.widgets.table import Table
 
 
 class TrajectoryScreen(StoreLoader, Screen):
@@ -37,7 +38,7 @@ class TrajectoryScreen(StoreLoader, Screen):
         yield Header()
         yield Static("", id="summary")
         with Horizontal(id="split"):
-            yield DataTable(id="steps", cursor_type="row")
+            yield Table(id="steps", cursor_type="row")
             with VerticalScroll(id="step"):
                 yield Static("", id="step-detail")
         yield Static("", id="final")
@@ -50,8 +51,8 @@ class TrajectoryScreen(StoreLoader, Screen):
     def show_episode(self, detail: EpisodeDetail) -> None:
         episode, model, checks = detail.episode, detail.model, detail.checks
         self.steps = list(detail.steps)
-        head = f"[b]{episode.task}[/]  episode {episode.id}  agent {episode.agent}" + (
-            f"  model {model.model} ({model.harness})" if model.model else ""
+        head = f"[b]{escape(episode.task)}[/]  episode {escape(episode.id)}  agent {escape(episode.agent)}" + (
+            f"  model {escape(model.model)} ({escape(model.harness)})" if model.model else ""
         )
         verdict = (
             f"{'[green]PASS[/]' if episode.success else '[red]FAIL[/]'}  {episode.checks_passed}/"

@@ -12,6 +12,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from trsi_tui.live import PaneState
+from trsi_tui.safe_text import markup
 
 
 class ShellPane(ScrollView, can_focus=True):
@@ -34,7 +35,8 @@ class ShellPane(ScrollView, can_focus=True):
 
     def sync(self, force: bool = False) -> None:
         """Take the buffer's changes: invalidate changed lines, follow the tail, update the title."""
-        self.border_title = f"{self.pane.task} · {self.pane.agent}" + (f" @ {self.pane.node}" if self.pane.node else "")
+        title = f"{self.pane.task} · {self.pane.agent}" + (f" @ {self.pane.node}" if self.pane.node else "")
+        self.border_title = markup(title)  # task and agent names are untrusted text
         self._show_subtitle()
         for outcome in ("running", "passed", "failed", "infra"):
             self.set_class(outcome == self.pane.outcome, f"-{outcome}")
