@@ -7,12 +7,14 @@ and a stream of output chunks that subscribers (the event bus, the TUI) receive 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import BinaryIO, Callable, Literal
 
 log = logging.getLogger(__name__)
 
@@ -111,23 +113,31 @@ class ExecResult:
 OutputListener = Callable[[OutputChunk], None]
 
 
-def pack_upload(src: Path, dest: str) -> tuple[bytes, str]:
-    """A tar of `src` and the sandbox directory to unpack it in, so that a directory's contents
-    land in `dest` and a file becomes `dest`."""
-    import io
+def upload_dir(src: Path, dest: str) -> str:
+    """The sandbox directory an upload of `src` unpacks in: a directory's contents land in
+    `dest`, and a file becomes `dest`."""
+    return dest if Path(src).is_dir() else str(Path(dest).parent)
+
+
+@contextlib.contextmanager
+def packed_upload(src: Path, dest: str) -> Iterator[tuple[BinaryIO, str]]:
+    """A tar of `src` in a temporary file, read from its start, and `upload_dir(src, dest)`.
+    A file, not memory: a task's environment may hold up to a gigabyte."""
     import tarfile
+    import tempfile
 
     src = Path(src)
     if not src.exists():
         raise SandboxError(f"upload source does not exist: {src}")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        if src.is_dir():
-            for child in sorted(src.iterdir()):
-                tar.add(child, arcname=child.name)
-        else:
-            tar.add(src, arcname=Path(dest).name)
-    return buf.getvalue(), dest if src.is_dir() else str(Path(dest).parent)
+    with tempfile.TemporaryFile(prefix="trsi-upload-") as f:
+        with tarfile.open(fileobj=f, mode="w") as tar:
+            if src.is_dir():
+                for child in sorted(src.iterdir()):
+                    tar.add(child, arcname=child.name)
+            else:
+                tar.add(src, arcname=Path(dest).name)
+        f.seek(0)
+        yield f, upload_dir(src, dest)
 
 
 class BoundedBytes:

@@ -46,9 +46,10 @@ from sandboxes.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    pack_upload,
+    packed_upload,
     shell_words,
     transfer_limit,
+    upload_dir,
 )
 from sandboxes.docker_images import LABEL, client, task_image
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
@@ -776,12 +777,12 @@ class DockerSandbox(SessionSandbox):
 
     # -- files -----------------------------------------------------------------------------
     def _put(self, src: Path, dest: str) -> None:
-        data, target_dir = pack_upload(src, dest)
-        if not self._container.put_archive(target_dir, data):  # type: ignore[union-attr]
-            raise SandboxError(f"upload to {dest} failed")
+        with packed_upload(src, dest) as (data, target_dir):
+            if not self._container.put_archive(target_dir, data):  # type: ignore[union-attr]
+                raise SandboxError(f"upload to {dest} failed")
 
     def upload(self, src: Path, dest: str) -> None:
-        _, target_dir = pack_upload(src, dest)
+        target_dir = upload_dir(src, dest)
         mk = _engine_exec(self._exec_argv([BUSYBOX, "mkdir", "-p", "--", target_dir]), f"the upload to {dest}")
         if mk.returncode != 0:
             raise SandboxError(f"upload to {dest} failed: {(mk.stdout + mk.stderr).strip()}")

@@ -45,7 +45,7 @@ from sandboxes.base import (
     SandboxError,
     SandboxSpec,
     SandboxUnavailable,
-    pack_upload,
+    packed_upload,
     transfer_limit,
 )
 from sandboxes.limits import LimitGroup, create_group
@@ -440,15 +440,15 @@ class LocalSandbox(SessionSandbox):
 
     # -- files -----------------------------------------------------------------------------
     def upload(self, src: Path, dest: str) -> None:
-        data, target_dir = pack_upload(src, dest)
         script = 'mkdir -p "$1" && tar -x --no-same-owner -C "$1"'
-        proc = subprocess.run(
-            self._nsenter([host_tool("sh"), "-c", script, "upload", target_dir]),
-            input=data,
-            capture_output=True,
-            env=self._env(),
-            timeout=120,
-        )
+        with packed_upload(src, dest) as (data, target_dir):
+            proc = subprocess.run(
+                self._nsenter([host_tool("sh"), "-c", script, "upload", target_dir]),
+                stdin=data,
+                capture_output=True,
+                env=self._env(),
+                timeout=120,
+            )
         if proc.returncode != 0:
             raise SandboxError(f"upload to {dest} failed: {proc.stderr.decode(errors='replace').strip()}")
 

@@ -391,3 +391,39 @@ def test_a_suite_path_that_is_not_utf8_is_evaluated(tmp_path: Path):
     write_task(suite, "fine")
     r = CliRunner().invoke(cli, ["--home", str(tmp_path), "eval", "--tasks", str(suite), "--agent", "oracle"], obj={})
     assert "codec" not in r.output and "1/1" in r.output, r.output
+
+
+UPLOAD_RSS = """
+import resource, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from engine.config import Config
+from engine.rollout.agents import OracleAgent
+from engine.rollout.episode import run_episode
+from engine.tasks import load_task
+from tests.conftest import write_task
+root = Path(sys.argv[2])
+d = write_task(root, "big-data", setup="test -f /run/trsi/environment/data.bin",
+               toml="[environment]\\nmemory_mb = 1024\\nstorage_mb = 1024\\n")
+with open(d / "environment" / "data.bin", "wb") as f:
+    f.truncate(300 << 20)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r = run_episode(load_task(d), OracleAgent(), config=Config(), backend="local")
+print(r.status, r.success, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)
+"""
+
+
+@pytest.mark.slow
+def test_a_tasks_files_are_uploaded_without_holding_them_in_memory(tmp_path: Path):
+    """A 300 MB sparse file in environment/ (no disk in the task) was packed into memory whole,
+    twice: the engine's memory grew by the file's size for every episode at once."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", UPLOAD_RSS, str(root), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    status, success, grown_mb = out.stdout.split()[-3:]
+    assert status == "completed" and success == "True", out.stdout + out.stderr
+    assert int(grown_mb) < 100, f"the engine grew by {grown_mb} MB"
