@@ -601,12 +601,12 @@ class DockerSandbox(SessionSandbox):
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
-        # Links in the writable layer, and in /tmp (a tmpfs, outside it).
+        # Links in the writable layer, and in the tmpfs mounts outside it (/tmp, /dev, /dev/shm).
         init = self._init_pid()
         if init is not None:
             root = f"/proc/{init}/root"
             made = ["/" + rel for rel, e in after.items() if e.kind == stat.S_IFLNK]
-            found = links.leading_into_the_verifier(root, [*made, *links.links_under(root, ["/tmp"])])
+            found = links.leading_into_the_verifier(root, [*made, *links.links_under(root, ["/tmp", "/dev"])])
             if found:
                 raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
 

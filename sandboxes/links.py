@@ -4,8 +4,10 @@ The verifier's tests are uploaded to /tests and write their verdict to /logs/ver
 neither exists during the agent's turn. A link made then, such as `/app/out.txt ->
 ../tests/expected.txt` (the file a test compares the answer with), points nowhere while the
 agent works and at the expected answer once the verifier runs: the test compares that file
-with itself and passes. Links into /proc (`/proc/self/root/...`, `/proc/1/fd/...`) or to a
-process's own descriptors (`/dev/stdin`) lead into whatever the reading process holds.
+with itself and passes. A link into /proc (`/proc/self/root/...`, `/proc/1/cwd/...`) leads into
+whatever the reading process holds, so only a few harmless ones are allowed there: a process's
+standard streams (`/dev/stdout -> /proc/self/fd/1`, how services log to the console) and the
+mount table.
 
 `leading_into_the_verifier` resolves links the way the kernel will in the verifier's view, one
 component at a time, inside the sandbox's root as the host sees it (`/proc/<init>/root`): it
@@ -20,8 +22,14 @@ import posixpath
 import stat
 from collections.abc import Iterable, Iterator
 
-# Where a link must not lead: the verifier's files, and what stands for the reading process.
-FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard", "/proc", "/dev/fd")
+# Where a link must not lead: the verifier's files.
+FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard")
+# /proc is resolved by the kernel for each reader: only these targets there are allowed.
+ALLOWED_PROC = frozenset(
+    {f"/proc/{who}/fd" for who in ("self", "thread-self")}
+    | {f"/proc/{who}/fd/{n}" for who in ("self", "thread-self") for n in (0, 1, 2)}
+    | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
+)
 MAX_HOPS = 40  # the kernel's own limit on links in one path
 MAX_LINKS = 10_000  # links checked at most; past that, the check itself fails closed
 
@@ -40,8 +48,8 @@ def resolve(root: str, path: str) -> str | None:
             done = posixpath.dirname(done.rstrip("/")) or "/"
             continue
         here = posixpath.join(done, part)
-        if here.startswith(("/proc/", "/dev/")):
-            return posixpath.join(here, *parts)  # a kernel view: resolved per reader, not here
+        if here.startswith("/proc/"):
+            return posixpath.normpath(posixpath.join(here, *parts))  # the kernel's, per reader
         try:
             st = os.lstat(root + here)
         except OSError:
@@ -64,7 +72,9 @@ def resolve(root: str, path: str) -> str | None:
 
 
 def forbidden(resolved: str) -> bool:
-    return resolved.startswith("/dev/std") or any(resolved == f or resolved.startswith(f + "/") for f in FORBIDDEN)
+    if resolved == "/proc" or resolved.startswith("/proc/"):
+        return resolved not in ALLOWED_PROC
+    return any(resolved == f or resolved.startswith(f + "/") for f in FORBIDDEN)
 
 
 def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:

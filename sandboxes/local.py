@@ -109,8 +109,9 @@ def host_tool(name: str) -> str:
     return real
 
 
-# The host's read-only mounts and the kernel's views: the rest of the sandbox is the agent's.
-READ_ONLY_TOPS = frozenset({"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/dev"})
+# The host's read-only mounts and the kernel's view: the rest of the sandbox (/dev and /dev/shm
+# included) is the agent's to write.
+READ_ONLY_TOPS = frozenset({"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc"})
 
 
 def _userland_binds() -> list[str]:

@@ -35,8 +35,9 @@ keep working:
   (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
   looks up a user (bash at start-up) or converts a charset, the verifier's included;
 - the alternatives (`/etc/alternatives/awk`, through which `/usr/bin/awk` runs a program), changed;
-  OpenSSL's, apt's, git's and npm's system configuration and Perl's `/etc/perl/`, created or
-  changed: each can make a program the verifier runs load or run the agent's code;
+  OpenSSL's, apt's, git's, npm's, pip's and uv's configuration (the system's and root's) and
+  Perl's `/etc/perl/`, created or changed: each can make a program the verifier runs load or run
+  the agent's code; a new Perl module in a site or vendor directory that shadows a core one;
 - an interpreter's landmark files beside or above it (`pyvenv.cfg`, `*._pth`, `pybuilddir.txt`
   in /, /usr, /usr/local or a PATH directory): they move Python's standard library elsewhere.
 
@@ -69,6 +70,8 @@ SYSTEM_DIRS = (
     "usr/lib32/",
     "usr/lib64/",
     "usr/libexec/",
+    "usr/share/perl5/",
+    "usr/share/perl/",
     "usr/local/bin/",
     "usr/local/sbin/",
     "usr/local/lib/",
@@ -110,8 +113,37 @@ ALWAYS_PROTECTED = (
     "usr/etc/npmrc",
     "usr/local/etc/npmrc",
     "usr/local/etc/gitconfig",
+    # pip's and uv's: a test.sh's own `pip install pytest` took the agent's wheel.
+    "etc/pip.conf",
+    "usr/pip.conf",
+    "usr/local/pip.conf",
+    "etc/uv/uv.toml",
+    # The same, per user: the verifier runs as root, with root's HOME.
+    "root/.gitconfig",
+    "root/.npmrc",
+    "root/.pip/pip.conf",
+    "root/.pydistutils.cfg",
+    "root/.ssh/config",
+    "root/.curlrc",
+    "root/.wgetrc",
 )
-PROTECTED_PREFIXES = ("etc/ld.so.conf.d/", "etc/apt/apt.conf.d/", "etc/perl/")
+PROTECTED_PREFIXES = (
+    "etc/ld.so.conf.d/",
+    "etc/apt/apt.conf.d/",
+    "etc/perl/",
+    "etc/xdg/pip/",
+    "root/.config/git/",
+    "root/.config/pip/",
+    "root/.config/uv/",
+)
+# Perl's module directories on Debian, the site and vendor ones first on @INC, before the core
+# modules: a new `strict.pm` in one of the first shadows the core one for every Perl program
+# (`shasum` is one).
+_PERL_SITE = re.compile(
+    r"^(usr/local/lib/[^/]+/perl/[^/]+|usr/local/share/perl/[^/]+|usr/lib/[^/]+/perl5/[^/]+|usr/share/perl5"
+    r"|usr/local/lib/site_perl)/(.+\.(pm|pl|so))$"
+)
+_PERL_CORE = ("usr/lib/*/perl-base", "usr/lib/*/perl/*", "usr/share/perl/*")
 # Files glibc loads by name from its library directories into programs that never asked for them.
 _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)$")
 # Python's landmarks: beside the interpreter or one directory up, they relocate its stdlib.
@@ -218,6 +250,9 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
             if b"[pytest11]" in head:
                 return "declares a pytest plugin"
         return ""
+    perl = _PERL_SITE.match(rel)
+    if perl and st is not None and _perl_core_module(perl.group(2), upper, lowers):
+        return "a Perl module that shadows a core one"
     if _STDLIB.match(rel):
         return "the standard library (a new module there shadows site-packages)"
     base = os.path.basename(rel)
@@ -234,6 +269,11 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         if any(_existed(d + base, lowers, before) for d in later):
             return "a new program that shadows one later on PATH"
     return ""
+
+
+def _perl_core_module(module: str, upper: Path, lowers: list[Path]) -> bool:
+    """Whether `module` (`strict.pm`, `Digest/SHA.pm`) is one of Perl's core modules here."""
+    return any(any(layer.glob(f"{core}/{module}")) for layer in (upper, *lowers) for core in _PERL_CORE)
 
 
 def _opaque(path: Path) -> bool:
