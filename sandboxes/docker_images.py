@@ -113,7 +113,10 @@ def context_hash(context: Path, aliases: dict[str, str]) -> str:
         if path.is_symlink():
             h.update(b"L" + os.readlink(path).encode() + b"\0")
         elif path.is_file():
-            h.update(path.read_bytes() + b"\0")
+            with path.open("rb") as f:  # in pieces: a task may hold a gigabyte
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+            h.update(b"\0")
     h.update(repr(sorted(aliases.items())).encode())
     return h.hexdigest()[:16]
 
