@@ -118,12 +118,12 @@ ALWAYS_PROTECTED = (
     "usr/pip.conf",
     "usr/local/pip.conf",
     "etc/uv/uv.toml",
-    # The same, per user: the verifier runs as root, with root's HOME.
-    "root/.gitconfig",
+    # The same, per user: the verifier runs as root, with root's HOME. (Not ~/.gitconfig, which
+    # agents set their identity in: the verifier overrides git's command hooks above every config
+    # file, engine/rollout/verifier.py; nor ~/.ssh/config, which an offline verifier never uses.)
     "root/.npmrc",
     "root/.pip/pip.conf",
     "root/.pydistutils.cfg",
-    "root/.ssh/config",
     "root/.curlrc",
     "root/.wgetrc",
 )
@@ -132,7 +132,6 @@ PROTECTED_PREFIXES = (
     "etc/apt/apt.conf.d/",
     "etc/perl/",
     "etc/xdg/pip/",
-    "root/.config/git/",
     "root/.config/pip/",
     "root/.config/uv/",
 )

@@ -125,10 +125,30 @@ def collect_checks(logs_dir: Path, output: str) -> Collected:
 # files above /tests, pytest's cache, and (engine/verifier_guard) a module in the working directory
 # shadowing pytest itself. PYTHONSAFEPATH is not used: `python3 /app/main.py` must import the
 # modules beside main.py during verification as it does during the agent's turn.
+#
+# Programs a test.sh commonly runs that would run the agent's code by configuration or take its
+# files from a cache: git's command hooks (`core.fsmonitor` in /app/.git/config ran on the tests'
+# `git status`, wrote reward 1 and killed test.sh), set here above every config file of git's;
+# uv's and pip's caches, whose unpacked packages are installed without a second check (a pytest
+# the agent patched in ~/.cache/uv went into the tests' fresh virtual environment).
+GIT_OVERRIDES = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.sshCommand", "ssh"),
+    ("core.editor", "true"),
+    ("gpg.program", "gpg"),
+    ("credential.helper", ""),
+)
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTEST_ADDOPTS": "--confcutdir=/tests -p no:cacheprovider",
+    "UV_NO_CACHE": "1",
+    "PIP_NO_CACHE_DIR": "1",
+    "GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES)),
+    **{f"GIT_CONFIG_KEY_{i}": key for i, (key, _) in enumerate(GIT_OVERRIDES)},
+    **{f"GIT_CONFIG_VALUE_{i}": value for i, (_, value) in enumerate(GIT_OVERRIDES)},
 }
 GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
 GUARD_DIR = "/run/trsi-verifier-guard"
