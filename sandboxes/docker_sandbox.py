@@ -19,17 +19,13 @@ changes to what the verifier runs on (sandboxes/tamper.py).
 
 from __future__ import annotations
 
-import atexit
-import functools
 import io
 import logging
 import os
-import shutil
 import stat
 import subprocess
 import tarfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxes import links, tamper
@@ -45,13 +41,15 @@ from sandboxes.base import (
     PrivateExec,
     SandboxError,
     SandboxSpec,
-    SandboxUnavailable,
     packed_upload,
     shell_words,
     transfer_limit,
     upload_dir,
 )
+from sandboxes.docker_engine_tools import BUSYBOX, BUSYBOX_INIT, ENGINE_TOOLS, INIT_USER, engine_tools_dir
 from sandboxes.docker_images import LABEL, client, task_image
+from sandboxes.docker_pool import POOL, remove_orphans
+from sandboxes.docker_profile import ImageProfile, image_profile
 from sandboxes.limits import CGROUP_ROOT, LimitGroup
 from sandboxes.procs import descendants, end_namespace, kill_pids, namespace_members
 from sandboxes.session_sandbox import SessionSandbox
@@ -92,249 +90,6 @@ DISK_HARD_MARGIN = 2 * 1024**3
 # Files (inodes) the writable layer may hold: a flood of empty files fills no bytes but can
 # exhaust the host's inodes.
 MAX_LAYER_FILES = 200_000
-ENGINE_TOOLS = "/.trsi-engine"
-BUSYBOX = f"{ENGINE_TOOLS}/busybox"
-# The same busybox, executable but not readable (mode 0111): what the container's pid 1 runs, as
-# INIT_USER. A process that execs a file it cannot read is not dumpable, so no process of the
-# agent (root, or root turned INIT_USER) may ptrace it or write its memory through /proc/1/mem:
-# the kernel asks CAP_SYS_PTRACE for that, which Docker's default set lacks. Run as root, pid 1
-# could read its binary, stay dumpable, and be made to run the agent's code next to the verifier.
-BUSYBOX_INIT = f"{ENGINE_TOOLS}/busybox-init"
-INIT_USER = "65534:65534"
-BUSYBOX_HINT = (
-    "the Docker backend needs a statically linked busybox on this machine, to run the engine's "
-    "own helpers inside containers from a read-only mount: `sudo apt-get install busybox-static` "
-    "(Debian/Ubuntu) or `sudo dnf install busybox` (Fedora)"
-)
-_PROBE = "echo bash=$(command -v bash); echo ---passwd; cat /etc/passwd; echo ---group; cat /etc/group"
-
-
-def _is_static_elf(path: str) -> bool:
-    """An ELF executable without a program interpreter (PT_INTERP) needs no library from the
-    container: it runs the same whatever the agent did to /lib."""
-    import struct
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-            if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit only
-                return False
-            phoff, phentsize, phnum = struct.unpack_from("<Q", head, 32)[0], *struct.unpack_from("<HH", head, 54)
-            fh.seek(phoff)
-            table = fh.read(phentsize * phnum)
-    except (OSError, struct.error):
-        return False
-    return all(struct.unpack_from("<I", table, i * phentsize)[0] != 3 for i in range(phnum))
-
-
-@functools.cache
-def engine_tools_dir() -> str:
-    """A host directory holding only a static busybox, owned by this user and not writable by
-    others, bind-mounted read-only into every container at ENGINE_TOOLS."""
-    import hashlib
-    import tempfile
-
-    found = shutil.which("busybox") or ("/bin/busybox" if os.path.exists("/bin/busybox") else None)
-    if not found or not _is_static_elf(os.path.realpath(found)):
-        raise SandboxUnavailable(BUSYBOX_HINT)
-    data = Path(os.path.realpath(found)).read_bytes()
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    target = Path(tempfile.gettempdir()) / f"trsi-engine-tools-{os.geteuid()}-{digest}"
-    try:
-        target.mkdir(mode=0o755)
-    except FileExistsError:
-        pass
-    st = os.lstat(target)
-    # Someone else's directory (or a link) at that name: use a fresh one instead.
-    if not os.path.isdir(target) or os.path.islink(target) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        target = Path(tempfile.mkdtemp(prefix="trsi-engine-tools-"))
-        os.chmod(target, 0o755)
-    binary = target / "busybox"
-    if not binary.is_file() or binary.read_bytes() != data:
-        _install(target, "busybox", data, 0o755)
-    init = target / "busybox-init"  # not readable, even by us: the directory is ours alone
-    st = os.lstat(init) if init.exists() else None
-    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or stat.S_IMODE(st.st_mode) != 0o111:
-        _install(target, "busybox-init", data, 0o111)
-    return str(target)
-
-
-def _install(target: Path, name: str, data: bytes, mode: int) -> None:
-    tmp = target / f".{name}.{os.getpid()}"
-    tmp.write_bytes(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, target / name)
-
-
-@dataclass(frozen=True)
-class ImageProfile:
-    """What sandboxes need to know of an image, probed once per image."""
-
-    workdir: str  # the image's WORKDIR ('' when unset)
-    env_keys: frozenset[str]  # names the image's ENV sets
-    uid: int = 0  # the image's USER, resolved
-    gid: int = 0
-    home: str = "/root"
-    user: str = ""  # the image's USER as written (docker exec resolves it, supplementary groups too)
-    bash: str = "/bin/bash"  # where the image has bash, looked up before any agent ran
-    # root's HOME in the image's /etc/passwd, read before any agent ran: given to every root exec,
-    # since `docker exec` would read it from the container's /etc/passwd, which the agent can edit
-    # (and so move the verifier's HOME, and the ~/.local/bin/env it sources, to a folder of its own).
-    root_home: str = "/root"
-
-    @property
-    def as_root(self) -> bool:
-        return self.uid == 0
-
-
-_profiles: dict[str, ImageProfile] = {}
-_profiles_lock = threading.Lock()
-
-
-def image_profile(image: str) -> ImageProfile:
-    with _profiles_lock:
-        if image not in _profiles:
-            _profiles[image] = _probe_image(image)
-        return _profiles[image]
-
-
-def _probe_image(image: str) -> ImageProfile:
-    try:
-        config = client().images.get(image).attrs.get("Config") or {}
-    except Exception as exc:  # noqa: BLE001 - the SDK raises several types for one failure
-        raise SandboxError(f"cannot inspect image {image}: {exc}") from None
-    env_keys = frozenset(e.split("=", 1)[0] for e in config.get("Env") or [])
-    workdir = config.get("WorkingDir") or ""
-    try:
-        out = (
-            client()
-            .containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], user="0:0", network_mode="none", remove=True)
-            .decode(errors="replace")
-        )
-    except Exception:  # no /bin/sh, or a broken image: no private view, no user lookup
-        log.warning("probing image %s failed; its USER and bash are taken as written", image, exc_info=True)
-        out = ""
-    bash = next((line[5:] for line in out.splitlines() if line.startswith("bash=/")), "/bin/bash")
-    passwd = out.split("---passwd", 1)[-1].split("---group", 1)[0] if "---passwd" in out else ""
-    group = out.split("---group", 1)[-1] if "---group" in out else ""
-    user = config.get("User") or ""
-    uid, gid, home, _ = resolve_user(user, passwd, group)
-    root_home = next(
-        (e[5] for e in (line.split(":") for line in passwd.splitlines()) if len(e) >= 7 and e[2] == "0"), ""
-    )
-    return ImageProfile(workdir, env_keys, uid, gid, home, user if uid != 0 else "", bash, root_home or "/root")
-
-
-def resolve_user(user: str, passwd: str, group: str) -> tuple[int, int, str, bool]:
-    """An image's USER (`name`, `uid`, `name:group`, `uid:gid`) as (uid, gid, home, in passwd)."""
-    if not user:
-        return 0, 0, "/root", True
-    name, _, grp = user.partition(":")
-    entries = [line.split(":") for line in passwd.splitlines() if line.count(":") >= 6]
-    match = next((e for e in entries if e[0] == name or (name.isdigit() and e[2] == name)), None)
-    if match is None and not name.isdigit():
-        raise SandboxError(f"the image's USER {user!r} is not in its /etc/passwd")
-    uid = int(match[2]) if match else int(name)
-    gid = int(match[3]) if match else uid
-    home = match[5] if match else "/"
-    if grp:
-        groups = [line.split(":") for line in group.splitlines() if line.count(":") >= 3]
-        g = next((e for e in groups if e[0] == grp or (grp.isdigit() and e[2] == grp)), None)
-        if g is None and not grp.isdigit():
-            raise SandboxError(f"the image's USER {user!r} names a group missing from its /etc/group")
-        gid = int(g[2]) if g else int(grp)
-    return uid, gid, home, match is not None
-
-
-class WarmPool:
-    """Started containers with a live session shell, ready to hand out, per image and limits."""
-
-    def __init__(self) -> None:
-        self._ready: dict[tuple, list] = {}
-        self._filling: set[tuple] = set()
-        self._lock = threading.Lock()
-        atexit.register(self.drain)
-
-    def take(self, key: tuple):
-        with self._lock:
-            items = self._ready.get(key) or []
-            while items:
-                container, shell, pid = items.pop()
-                if shell.alive:
-                    return container, shell, pid
-                _discard(container, shell)
-        return None
-
-    def refill(self, key: tuple, size: int, make) -> None:
-        with self._lock:
-            if key in self._filling or len(self._ready.get(key, [])) >= size:
-                return
-            self._filling.add(key)
-
-        def fill() -> None:
-            try:
-                while True:
-                    with self._lock:
-                        if len(self._ready.get(key, [])) >= size:
-                            return
-                    item = make()
-                    with self._lock:
-                        self._ready.setdefault(key, []).append(item)
-            except Exception:  # a failed refill only costs the next start its latency
-                log.warning("warm pool refill for %s failed", key[0], exc_info=True)
-                return
-            finally:
-                with self._lock:
-                    self._filling.discard(key)
-
-        threading.Thread(target=fill, name="docker-warm-pool", daemon=True).start()
-
-    def size(self, key: tuple | None = None) -> int:
-        with self._lock:
-            return sum(len(v) for k, v in self._ready.items() if key is None or k == key)
-
-    def drain(self) -> None:
-        with self._lock:
-            items = [i for v in self._ready.values() for i in v]
-            self._ready.clear()
-        for container, shell, _ in items:
-            _discard(container, shell)
-
-
-def _discard(container, shell) -> None:
-    try:
-        shell.kill()
-    except Exception:  # discarding: the container goes next either way
-        log.warning("killing a pooled shell failed", exc_info=True)
-    try:
-        container.remove(force=True)
-    except Exception:  # the orphan cleanup removes what is left
-        log.warning("removing pooled container %s failed", getattr(container, "id", "?"), exc_info=True)
-
-
-POOL = WarmPool()
-
-
-def remove_orphans() -> int:
-    """Remove trsi-tui sandbox containers whose owning process on this host is gone."""
-    removed = 0
-    for container in client().containers.list(all=True, filters={"label": f"{LABEL}=sandbox"}):
-        owner = container.labels.get("trsi-tui.owner-pid", "")
-        host = container.labels.get("trsi-tui.owner-host", "")
-        if host != os.uname().nodename or not owner.isdigit() or not _alive(int(owner)):
-            container.remove(force=True)
-            removed += 1
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
 
 
 class DockerSandbox(SessionSandbox):
