@@ -261,6 +261,8 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         return "a module glibc loads into every program (NSS, gconv)"
     if base.split(".", 1)[0] in ("sitecustomize", "usercustomize") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
+    if rel.startswith("etc/alternatives/") and st is not None and _an_image_program(path, upper, lowers):
+        return ""  # `update-alternatives --set editor /usr/bin/vim.basic`: a program the image has
     if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
         return "a system file changed, replaced or removed"
     if rel.startswith(PATH_DIRS) and st is not None:
@@ -268,6 +270,19 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         if any(_existed(d + base, lowers, before) for d in later):
             return "a new program that shadows one later on PATH"
     return ""
+
+
+def _an_image_program(link: Path, upper: Path, lowers: list[Path]) -> bool:
+    """Whether `link` (an alternative) points, by an absolute path, to a program the image has
+    and the agent did not change or replace (nothing at that path in the writable layer)."""
+    try:
+        target = os.readlink(link)
+    except OSError:
+        return False
+    rel = os.path.normpath(target).lstrip("/")
+    if not target.startswith("/") or rel.startswith("..") or os.path.lexists(upper / rel):
+        return False
+    return any(os.path.isfile(lower / rel) and not os.path.islink(lower / rel) for lower in lowers)
 
 
 def _perl_core_module(module: str, upper: Path, lowers: list[Path]) -> bool:

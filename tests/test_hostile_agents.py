@@ -878,3 +878,12 @@ def test_a_git_identity_and_an_ssh_config_are_not_tampering(tmp_path: Path, back
     )
     r = episode(tmp_path, backend, "git-identity", solve)
     assert r.success, (r.failure_mode, r.error)
+
+
+@docker_only
+def test_docker_an_alternative_set_to_another_program_of_the_image_is_not_tampering(tmp_path: Path):
+    """`update-alternatives --set pager /usr/bin/more` (what a task may ask for): the link now
+    names a program the image has and the agent did not touch."""
+    solve = "ln -sfn /usr/bin/more /etc/alternatives/pager && echo hello > /app/out.txt"
+    r = episode(tmp_path, "docker", "alt-pager", solve)
+    assert r.success, (r.failure_mode, r.error)
