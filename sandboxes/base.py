@@ -113,6 +113,23 @@ class ExecResult:
 OutputListener = Callable[[OutputChunk], None]
 
 
+# Files in root's HOME that make a program a test.sh runs load or run code, or fetch something
+# else: Harbor's test.sh sources ~/.local/bin/env and pipes `curl ... | sh` (a ~/.curlrc with a
+# `url` of the agent's ran its script). The local verifier's view covers them, the Docker tamper
+# check refuses them created or changed.
+HOME_CONFIGS = (
+    ".local/bin/env",
+    ".cargo/env",
+    ".curlrc",
+    ".wgetrc",
+    ".npmrc",
+    ".pip/pip.conf",
+    ".pydistutils.cfg",
+    ".config/pip",
+    ".config/uv",
+)
+
+
 def upload_dir(src: Path, dest: str) -> str:
     """The sandbox directory an upload of `src` unpacks in: a directory's contents land in
     `dest`, and a file becomes `dest`."""

@@ -31,7 +31,9 @@ ALLOWED_PROC = frozenset(
     | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
 )
 MAX_HOPS = 40  # the kernel's own limit on links in one path
-MAX_LINKS = 10_000  # links checked at most; past that, the check itself fails closed
+# Links checked at most; past that, the check itself fails closed. Symlink farms (`cp -rs`, stow,
+# pnpm's node_modules) hold tens of thousands; each takes a few lstat calls.
+MAX_LINKS = 250_000
 
 
 def resolve(root: str, path: str) -> str | None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from sandboxes import links, private_view
 from sandboxes.base import (
+    HOME_CONFIGS,
     VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
     BoundedBytes,
@@ -75,7 +76,7 @@ INSTALL_HINT = (
 # $HOME/.local/bin/env` after uv's installer). This sandbox's HOME starts empty, so any such
 # file is the agent's, and the verifier's view covers it. (Docker images may ship them: there a
 # changed one is tampering, sandboxes/tamper.py.)
-SOURCED_FROM_HOME = ("/root/.local/bin/env", "/root/.cargo/env")
+SOURCED_FROM_HOME = tuple(f"/root/{name}" for name in HOME_CONFIGS)
 # Unprivileged host uids for sandboxes when we run as root: one per sandbox, so RLIMIT_NPROC and
 # file ownership never mix two sandboxes, and nothing inside maps to the host's real root.
 _UID_BASE = 3_000_000

@@ -56,6 +56,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxes.base import HOME_CONFIGS
+
 # Where programs and libraries live: a pre-existing file changed here is tampering.
 SYSTEM_DIRS = (
     "bin/",
@@ -102,8 +104,6 @@ ALWAYS_PROTECTED = (
     "etc/ld.so.preload",
     "etc/ld.so.conf",
     "etc/nsswitch.conf",
-    "root/.local/bin/env",
-    "root/.cargo/env",
     "etc/ssl/openssl.cnf",
     "usr/lib/ssl/openssl.cnf",
     "usr/local/ssl/openssl.cnf",
@@ -118,22 +118,17 @@ ALWAYS_PROTECTED = (
     "usr/pip.conf",
     "usr/local/pip.conf",
     "etc/uv/uv.toml",
-    # The same, per user: the verifier runs as root, with root's HOME. (Not ~/.gitconfig, which
-    # agents set their identity in: the verifier overrides git's command hooks above every config
-    # file, engine/rollout/verifier.py; nor ~/.ssh/config, which an offline verifier never uses.)
-    "root/.npmrc",
-    "root/.pip/pip.conf",
-    "root/.pydistutils.cfg",
-    "root/.curlrc",
-    "root/.wgetrc",
+    # The same in root's HOME (the verifier runs as root, with root's HOME), sandboxes/base.py.
+    # Not ~/.gitconfig, where agents set their identity: the verifier overrides the programs git
+    # runs by itself above every config file (engine/rollout/verifier.py).
+    *(f"root/{name}" for name in HOME_CONFIGS),
 )
 PROTECTED_PREFIXES = (
     "etc/ld.so.conf.d/",
     "etc/apt/apt.conf.d/",
     "etc/perl/",
     "etc/xdg/pip/",
-    "root/.config/pip/",
-    "root/.config/uv/",
+    *(f"root/{name}/" for name in HOME_CONFIGS),
 )
 # Perl's module directories on Debian, the site and vendor ones first on @INC, before the core
 # modules: a new `strict.pm` in one of the first shadows the core one for every Perl program

@@ -24,7 +24,7 @@ import pytest
 from engine.rollout.agents import OracleAgent
 from engine.rollout.episode import run_episode
 from engine.tasks import load_task
-from tests.conftest import write_task
+from tests.conftest import ctrf_test, write_task
 from tests.test_hardening import CONFIGS, PYTEST_SECRET, SECRET_TEST, episode
 
 
@@ -886,4 +886,76 @@ def test_docker_an_alternative_set_to_another_program_of_the_image_is_not_tamper
     names a program the image has and the agent did not touch."""
     solve = "ln -sfn /usr/bin/more /etc/alternatives/pager && echo hello > /app/out.txt"
     r = episode(tmp_path, "docker", "alt-pager", solve)
+    assert r.success, (r.failure_mode, r.error)
+
+
+# -- an eleventh red-team pass --------------------------------------------------------------------
+GIT_SIGNATURE = r"""cd /app && git init -q . && git config user.email a@b && git config user.name a
+echo wrong > out.txt && git add out.txt && git commit -qm init
+tree=$(git rev-parse 'HEAD^{tree}'); parent=$(git rev-parse HEAD)
+{ printf 'tree %s\nparent %s\n' $tree $parent
+  printf 'author a <a@b> 1700000000 +0000\ncommitter a <a@b> 1700000000 +0000\n'
+  printf 'gpgsig -----BEGIN SIGNED MESSAGE-----\n MIIB\n -----END SIGNED MESSAGE-----\n\nsigned\n'; } > /tmp/c
+new=$(git hash-object -t commit -w /tmp/c); git update-ref refs/heads/$(git symbolic-ref --short HEAD) $new
+cat > /app/.sig <<'SH'
+#!/bin/sh
+mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt
+for p in /proc/[0-9]*; do grep -qs test.sh $p/cmdline && kill -9 ${p#/proc/}; done
+SH
+chmod +x /app/.sig
+git config log.showSignature true; git config gpg.x509.program /app/.sig
+"""
+
+
+def test_git_runs_no_signature_program_of_the_agents_in_the_verifier(tmp_path: Path, backend: str):
+    """`git log` with `log.showSignature` ran the x509 signature program the repository's config
+    named (only OpenPGP's was set off), which wrote reward 1 and killed test.sh."""
+    test = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\ncd /app\n"
+        "if git log --oneline | grep -q s3cr3t-7f1c; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    )
+    r = episode(tmp_path, backend, "git-signature", GIT_SIGNATURE, test=test)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+def test_a_curlrc_in_home_does_not_feed_the_verifiers_curl(tmp_path: Path, backend: str):
+    """Harbor's test.sh pipes `curl ... | sh`: a ~/.curlrc with a `url` of the agent's made curl
+    fetch the agent's script (local masked only ~/.local/bin/env and ~/.cargo/env)."""
+    solve = (
+        "echo wrong > /app/out.txt\n"
+        "printf 'mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; kill -9 $PPID\\n' > /root/.fake.sh\n"
+        "echo 'url = \"file:///root/.fake.sh\"' > /root/.curlrc\n"
+    )
+    test = SECRET_TEST.replace(
+        "mkdir -p /logs/verifier\n", "mkdir -p /logs/verifier\ncurl -sSf https://example.invalid/i.sh | sh\n", 1
+    )
+    r = episode(tmp_path, backend, "curlrc", solve, test=test)
+    assert r.scored and not r.success, (r.status, r.verifier_source, r.error, r.verifier_output)
+
+
+def test_a_hook_task_is_verified_with_the_agents_hooks(tmp_path: Path, backend: str):
+    """A task that asks for a pre-commit hook (core.hooksPath) and an editor: the verifier's git
+    overrides made its tests read /dev/null and never run the hook (an eleventh pass)."""
+    solve = (
+        "cd /app && git init -q . && git config user.email a@b && git config user.name a\n"
+        "mkdir -p .githooks && printf '#!/bin/sh\\n! git diff --cached | grep -q TODO\\n' > .githooks/pre-commit\n"
+        "chmod +x .githooks/pre-commit && git config core.hooksPath .githooks && git config core.editor nano\n"
+        "echo hello > /app/out.txt"
+    )
+    test = ctrf_test(
+        ("hooks_path", 'test "$(git -C /app config core.hooksPath)" = .githooks'),
+        ("editor", 'test "$(git -C /app config core.editor)" = nano'),
+        ("todo_rejected", "cd /app && echo TODO > t && git add t && ! git commit -qm t"),
+    )
+    r = episode(tmp_path, backend, "git-hooks", solve, test=test)
+    assert r.success, (r.failure_mode, [(c.name, c.status) for c in r.checks], r.verifier_output)
+
+
+def test_a_symlink_farm_is_not_tampering(tmp_path: Path, backend: str):
+    """`cp -rs` of 11,000 files (a stow tree, pnpm's node_modules): over the link check's limit."""
+    solve = (
+        "mkdir -p /app/src && cd /app/src && seq 1 11000 | xargs touch && cp -rs /app/src /app/farm"
+        " && echo hello > /app/out.txt"
+    )
+    r = episode(tmp_path, backend, "link-farm", solve, toml="[agent]\ntimeout_sec = 120\n")
     assert r.success, (r.failure_mode, r.error)

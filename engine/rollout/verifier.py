@@ -127,18 +127,21 @@ def collect_checks(logs_dir: Path, output: str) -> Collected:
 # modules beside main.py during verification as it does during the agent's turn.
 #
 # Programs a test.sh commonly runs that would run the agent's code by configuration or take its
-# files from a cache: git's command hooks (`core.fsmonitor` in /app/.git/config ran on the tests'
-# `git status`, wrote reward 1 and killed test.sh), set here above every config file of git's;
-# uv's and pip's caches, whose unpacked packages are installed without a second check (a pytest
-# the agent patched in ~/.cache/uv went into the tests' fresh virtual environment).
+# files from a cache. git: the programs its read-only commands run on their own, set here above
+# every config file (`core.fsmonitor` in /app/.git/config ran on the tests' `git status`, and a
+# signature program on `git log` with `log.showSignature`, each writing reward 1 and killing
+# test.sh). Not hooks, the editor or the pager: a task may ask for those (a pre-commit hook its
+# tests commit against), read-only commands do not run them, and a test that reads
+# `git config core.hooksPath` must see the agent's value. uv's and pip's caches, whose unpacked
+# packages are installed without a second check (a pytest the agent patched in ~/.cache/uv went
+# into the tests' fresh virtual environment).
 GIT_OVERRIDES = (
     ("core.fsmonitor", "false"),
-    ("core.hooksPath", "/dev/null"),
-    ("core.pager", "cat"),
-    ("core.sshCommand", "ssh"),
-    ("core.editor", "true"),
+    ("log.showSignature", "false"),
     ("gpg.program", "gpg"),
-    ("credential.helper", ""),
+    ("gpg.openpgp.program", "gpg"),
+    ("gpg.x509.program", "gpgsm"),
+    ("gpg.ssh.program", "ssh-keygen"),
 )
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
