@@ -121,6 +121,7 @@ HOME_CONFIGS = (
     ".local/bin/env",
     ".cargo/env",
     ".curlrc",
+    ".config/curlrc",
     ".wgetrc",
     ".npmrc",
     ".pip/pip.conf",

@@ -24,10 +24,14 @@ from collections.abc import Iterable, Iterator
 
 # Where a link must not lead: the verifier's files.
 FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard")
+# What the verifier's view makes a real directory, whatever the agent left there (a link made
+# at /tests itself is removed, so a path through it leads to the uploaded tests).
+MADE_REAL = frozenset({"/tests", "/logs", "/logs/verifier", "/run", "/run/trsi-verifier-guard"})
 # /proc is resolved by the kernel for each reader: only these targets there are allowed.
 ALLOWED_PROC = frozenset(
     {f"/proc/{who}/fd" for who in ("self", "thread-self")}
     | {f"/proc/{who}/fd/{n}" for who in ("self", "thread-self") for n in (0, 1, 2)}
+    | {"/proc/1/fd/1", "/proc/1/fd/2"}  # the console of a container's init: how cron jobs log there
     | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
 )
 MAX_HOPS = 40  # the kernel's own limit on links in one path
@@ -50,6 +54,9 @@ def resolve(root: str, path: str) -> str | None:
             done = posixpath.dirname(done.rstrip("/")) or "/"
             continue
         here = posixpath.join(done, part)
+        if here in MADE_REAL:
+            done = here
+            continue
         if here.startswith("/proc/"):
             return posixpath.normpath(posixpath.join(here, *parts))  # the kernel's, per reader
         try:

@@ -143,6 +143,20 @@ _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)
 # Python's landmarks: beside the interpreter or one directory up, they relocate its stdlib.
 _LANDMARK_DIRS = frozenset({"", "usr", "usr/local", *(d.rstrip("/") for d in PATH_DIRS)})
 READ_LIMIT = 1 << 20
+# root's own git configuration, which agents set their identity in and which is not protected as
+# a whole: but git honours `uploadpack.packObjectsHook` from it, and runs that program on the
+# tests' `git clone file://...` (no environment setting reaches a local upload-pack to turn it
+# off), and an include could bring in that or anything else.
+GLOBAL_GIT_CONFIGS = ("root/.gitconfig", "root/.config/git/config")
+_GIT_HAZARD = re.compile(rb"packobjectshook|^\s*\[\s*include", re.IGNORECASE | re.MULTILINE)
+
+
+def git_config_runs_programs(path: Path) -> bool:
+    """Whether the git config file at `path` (a regular file, read without following a link)
+    sets a program git runs by itself, or includes another file; a file that cannot be read
+    small and whole counts as one."""
+    head = _head(path)
+    return head is None or len(head) >= READ_LIMIT or bool(_GIT_HAZARD.search(head))
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,8 @@ def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
 def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
     if rel in ALWAYS_PROTECTED or rel.startswith(PROTECTED_PREFIXES):
         return "read or sourced by the verifier's programs"
+    if rel in GLOBAL_GIT_CONFIGS and os.path.lexists(upper / rel) and git_config_runs_programs(upper / rel):
+        return "a git setting that runs a program on a clone or fetch (uploadpack.packObjectsHook), or an include"
     path = upper / rel
     try:
         st = os.lstat(path)
