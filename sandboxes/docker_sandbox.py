@@ -364,6 +364,9 @@ class DockerSandbox(SessionSandbox):
             found = links.leading_into_the_verifier(root, [*made, *links.links_under(root, ["/tmp", "/dev"])])
             if found:
                 raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
+            git = tamper.git_configs_that_run_programs(root)
+            if git:
+                raise EnvironmentTampered(f"{', '.join(git)}: git settings that run programs on the tests' clone")
 
     def _teardown(self) -> None:
         if self._session is not None:

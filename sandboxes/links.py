@@ -58,7 +58,9 @@ def resolve(root: str, path: str) -> str | None:
             done = here
             continue
         if here.startswith("/proc/"):
-            return posixpath.normpath(posixpath.join(here, *parts))  # the kernel's, per reader
+            # The kernel's, per reader: left as written (a `..` in it climbs out of /proc, and
+            # is never one of the allowed targets).
+            return posixpath.join(here, *parts)
         try:
             st = os.lstat(root + here)
         except OSError:

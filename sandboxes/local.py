@@ -387,16 +387,9 @@ class LocalSandbox(SessionSandbox):
         found = links.leading_into_the_verifier(root, links.links_under(root, ["/"], skip=READ_ONLY_TOPS))
         if found:
             raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
-        for name in tamper.GLOBAL_GIT_CONFIGS:
-            where = links.resolve(root, "/" + name)
-            if (
-                where is not None
-                and os.path.lexists(root + where)
-                and tamper.git_config_runs_programs(Path(root + where))
-            ):
-                raise EnvironmentTampered(
-                    f"/{name}: a git setting that runs a program on a clone or fetch, or an include"
-                )
+        git = tamper.git_configs_that_run_programs(root)
+        if git:
+            raise EnvironmentTampered(f"{', '.join(git)}: git settings that run programs on the tests' clone")
 
     def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
         """The verifier's view: private mount and pid namespaces with tmpfs at each upload and at

@@ -144,19 +144,39 @@ _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)
 _LANDMARK_DIRS = frozenset({"", "usr", "usr/local", *(d.rstrip("/") for d in PATH_DIRS)})
 READ_LIMIT = 1 << 20
 # root's own git configuration, which agents set their identity in and which is not protected as
-# a whole: but git honours `uploadpack.packObjectsHook` from it, and runs that program on the
-# tests' `git clone file://...` (no environment setting reaches a local upload-pack to turn it
-# off), and an include could bring in that or anything else.
-GLOBAL_GIT_CONFIGS = ("root/.gitconfig", "root/.config/git/config")
-_GIT_HAZARD = re.compile(rb"packobjectshook|^\s*\[\s*include", re.IGNORECASE | re.MULTILINE)
+# a whole. But from it git runs programs on the tests' `git clone file://...`: a
+# `uploadpack.packObjectsHook` (no environment setting reaches a local upload-pack), a filter's
+# smudge on checkout (a committed .gitattributes names it), the hooks of a template directory or
+# a hooks path; and an include could bring in any of those. git-lfs's own filter is allowed.
+GLOBAL_GIT_CONFIGS = ("/root/.gitconfig", "/root/.config/git/config")
+_GIT_HAZARD = re.compile(rb"packobjectshook|\[\s*include|templatedir|attributesfile|hookspath", re.IGNORECASE)
+_GIT_FILTER_PROGRAM = re.compile(rb"^\s*(smudge|clean|process)\s*=(?!\s*\"?git-lfs\b)", re.IGNORECASE | re.MULTILINE)
 
 
 def git_config_runs_programs(path: Path) -> bool:
     """Whether the git config file at `path` (a regular file, read without following a link)
-    sets a program git runs by itself, or includes another file; a file that cannot be read
-    small and whole counts as one."""
+    sets a program git runs by itself on a clone, or includes another file; a file that cannot
+    be read small and whole counts as one. git reads a BOM, `\\r` as a space, and several
+    `[section]` headers or a key on one line, so the text is searched in those forms too."""
     head = _head(path)
-    return head is None or len(head) >= READ_LIMIT or bool(_GIT_HAZARD.search(head))
+    if head is None or len(head) >= READ_LIMIT:
+        return True
+    text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r", b"\n").replace(b"]", b"]\n")
+    return bool(_GIT_HAZARD.search(text) or _GIT_FILTER_PROGRAM.search(text))
+
+
+def git_configs_that_run_programs(root: str) -> list[str]:
+    """root's own git config files that run programs (above), each resolved inside the sandbox
+    whose root the host sees at `root` (`/proc/<init>/root`): a linked file or folder counts as
+    what it leads to."""
+    from sandboxes import links
+
+    found = []
+    for name in GLOBAL_GIT_CONFIGS:
+        where = links.resolve(root, name)
+        if where is not None and os.path.lexists(root + where) and git_config_runs_programs(Path(root + where)):
+            found.append(name)
+    return found
 
 
 @dataclass(frozen=True)
@@ -222,8 +242,6 @@ def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
 def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
     if rel in ALWAYS_PROTECTED or rel.startswith(PROTECTED_PREFIXES):
         return "read or sourced by the verifier's programs"
-    if rel in GLOBAL_GIT_CONFIGS and os.path.lexists(upper / rel) and git_config_runs_programs(upper / rel):
-        return "a git setting that runs a program on a clone or fetch (uploadpack.packObjectsHook), or an include"
     path = upper / rel
     try:
         st = os.lstat(path)
