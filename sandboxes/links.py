@@ -17,6 +17,7 @@ a missing component (/tests) as the plain directory it will be.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import stat
@@ -40,9 +41,20 @@ MAX_HOPS = 40  # the kernel's own limit on links in one path
 MAX_LINKS = 250_000
 
 
+class Unresolvable(OSError):
+    """A path the host cannot follow as the kernel will in the sandbox (one over PATH_MAX as the
+    host spells it, a folder it cannot list): the check fails closed."""
+
+
+# A component that is missing now (/tests appears only in the verifier's view), or a file where
+# a folder was expected: the kernel cannot go on either.
+_MISSING = (errno.ENOENT, errno.ENOTDIR)
+
+
 def resolve(root: str, path: str) -> str | None:
     """`path` (absolute, inside the sandbox) with every link resolved within `root`; None past
-    MAX_HOPS links (a loop: the verifier could not open it either)."""
+    MAX_HOPS links (a loop: the verifier could not open it either). Raises Unresolvable where the
+    host cannot tell (a chain of links deeper than PATH_MAX, which the kernel follows)."""
     parts = [p for p in path.split("/") if p]
     done = "/"
     hops = 0
@@ -63,8 +75,10 @@ def resolve(root: str, path: str) -> str | None:
             return posixpath.join(here, *parts)
         try:
             st = os.lstat(root + here)
-        except OSError:
-            done = here  # missing now (/tests appears only in the verifier's view)
+        except OSError as exc:
+            if exc.errno not in _MISSING:
+                raise Unresolvable(exc.errno, f"{here[:80]}...: {exc.strerror}") from None
+            done = here
             continue
         if not stat.S_ISLNK(st.st_mode):
             done = here
@@ -74,8 +88,8 @@ def resolve(root: str, path: str) -> str | None:
             return None
         try:
             target = os.readlink(root + here)
-        except OSError:
-            return None
+        except OSError as exc:
+            raise Unresolvable(exc.errno, f"{here[:80]}...: {exc.strerror}") from None
         parts = [p for p in target.split("/") if p] + parts
         if target.startswith("/"):
             done = "/"
@@ -92,13 +106,16 @@ def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
     """Those of `links` (absolute paths inside the sandbox) that resolve into FORBIDDEN, each as
     'link -> where it leads'."""
     found = []
-    for n, link in enumerate(links):
-        if n >= MAX_LINKS:
-            found.append(f"over {MAX_LINKS} symbolic links: too many to check")
-            break
-        resolved = resolve(root, link)
-        if resolved is not None and forbidden(resolved):
-            found.append(f"{link} -> {resolved}")
+    try:
+        for n, link in enumerate(links):
+            if n >= MAX_LINKS:
+                found.append(f"over {MAX_LINKS} symbolic links: too many to check")
+                break
+            resolved = resolve(root, link)
+            if resolved is not None and forbidden(resolved):
+                found.append(f"{link} -> {resolved}")
+    except Unresolvable as exc:
+        found.append(f"a link or folder the check cannot follow ({exc.strerror})")
     return found
 
 
@@ -112,8 +129,10 @@ def links_under(root: str, tops: Iterable[str], skip: frozenset[str] = frozenset
         try:
             with os.scandir(root + directory) as listing:
                 entries = list(listing)
-        except OSError:
-            continue
+        except OSError as exc:
+            if exc.errno in _MISSING:
+                continue
+            raise Unresolvable(exc.errno, f"{directory[:80]}...: {exc.strerror}") from None
         for entry in entries:
             path = posixpath.join(directory, entry.name)
             if entry.is_symlink():

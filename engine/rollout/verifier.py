@@ -142,6 +142,10 @@ GIT_OVERRIDES = (
     ("gpg.openpgp.program", "gpg"),
     ("gpg.x509.program", "gpgsm"),
     ("gpg.ssh.program", "ssh-keygen"),
+    # `url.<ext::sh /app/x.sh>.insteadOf = file:///app/repo` in root's config ran the agent's
+    # command on the tests' `git clone`: the transports that run a command are off.
+    ("protocol.ext.allow", "never"),
+    ("protocol.fd.allow", "never"),
 )
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
