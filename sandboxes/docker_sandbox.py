@@ -20,6 +20,7 @@ changes to what the verifier runs on (sandboxes/tamper.py).
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import os
 import stat
@@ -361,7 +362,9 @@ class DockerSandbox(SessionSandbox):
         if init is not None:
             root = f"/proc/{init}/root"
             made = ["/" + rel for rel, e in after.items() if e.kind == stat.S_IFLNK]
-            found = links.leading_into_the_verifier(root, [*made, *links.links_under(root, ["/tmp", "/dev"])])
+            found = links.leading_into_the_verifier(
+                root, itertools.chain(made, links.links_under(root, ["/tmp", "/dev"]))
+            )
             if found:
                 raise EnvironmentTampered(f"links lead into the verifier's files: {', '.join(found[:3])}")
             git = tamper.git_configs_that_run_programs(root)

@@ -119,26 +119,63 @@ def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
     return found
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
 def links_under(root: str, tops: Iterable[str], skip: frozenset[str] = frozenset()) -> Iterator[str]:
     """Every symbolic link below each of `tops` (absolute paths inside the sandbox), not entering
-    links or the paths in `skip`; at most MAX_LINKS + 1 of them."""
+    links or the paths in `skip`; at most MAX_LINKS + 1 of them.
+
+    Folders are opened one below the other by file descriptor, never by their whole path on the
+    host (`root` adds to it): a folder deep enough for that to pass PATH_MAX is ordinary inside
+    the sandbox. Only the folders on the way down are open at once."""
     count = 0
-    stack = [t for t in tops if t not in skip]
-    while stack:
-        directory = stack.pop()
+    for top in tops:
+        if top in skip:
+            continue
+        fd = _open_dir(root, top)
+        if fd is None:
+            continue
+        stack: list[tuple[str, int, Iterator[str] | None]] = [(top, fd, None)]
         try:
-            with os.scandir(root + directory) as listing:
-                entries = list(listing)
-        except OSError as exc:
-            if exc.errno in _MISSING:
-                continue
-            raise Unresolvable(exc.errno, f"{directory[:80]}...: {exc.strerror}") from None
-        for entry in entries:
-            path = posixpath.join(directory, entry.name)
-            if entry.is_symlink():
-                yield path
-                count += 1
-                if count > MAX_LINKS:
-                    return
-            elif entry.is_dir(follow_symlinks=False) and path not in skip:
-                stack.append(path)
+            while stack:
+                path, fd, names = stack[-1]
+                if names is None:
+                    names = iter(sorted(os.listdir(fd)))
+                    stack[-1] = (path, fd, names)
+                name = next(names, None)
+                if name is None:
+                    os.close(fd)
+                    stack.pop()
+                    continue
+                child = posixpath.join(path, name)
+                try:
+                    mode = os.lstat(name, dir_fd=fd).st_mode
+                    if stat.S_ISLNK(mode):
+                        yield child
+                        count += 1
+                        if count > MAX_LINKS:
+                            return
+                    elif stat.S_ISDIR(mode) and child not in skip:
+                        stack.append((child, os.open(name, _DIR_FLAGS, dir_fd=fd), None))
+                except OSError as exc:
+                    if exc.errno not in _MISSING:
+                        raise Unresolvable(exc.errno, f"{child[:80]}...: {exc.strerror}") from None
+        finally:
+            for _, open_fd, _ in stack:
+                os.close(open_fd)
+
+
+def _open_dir(root: str, path: str) -> int | None:
+    """A descriptor of the folder `path` inside the sandbox, opened one component at a time and
+    never through a link; None where it is missing or not a folder."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for part in (p for p in path.split("/") if p):
+        try:
+            inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = inner
+    return fd

@@ -1063,3 +1063,16 @@ def test_git_runs_no_transport_command_of_the_agents_on_the_tests_clone(tmp_path
     )
     r = episode(tmp_path, backend, "git-ext", solve, test=test)
     assert r.scored and not r.success, (r.failure_mode, r.verifier_source, r.error, r.verifier_output)
+
+
+@pytest.mark.parametrize("under", ["/app/data", "/tmp/data"])
+def test_a_deep_folder_without_links_is_not_tampering(tmp_path: Path, backend: str, under: str):
+    """A fifteenth pass: a folder whose path is just under PATH_MAX inside the sandbox is longer
+    than that as the host spells it (/proc/<pid>/root before it): the link check failed closed
+    on it (local: tampered; Docker, under /tmp: verifier_error)."""
+    solve = (
+        f"p={under}; while [ ${{#p}} -lt 4040 ]; do p=\"$p/$(printf 'd%.0s' $(seq 1 50))\"; done; "
+        'mkdir -p "$p" && echo hello > /app/out.txt'
+    )
+    r = episode(tmp_path, backend, "deep-folder", solve)
+    assert r.success, (r.status, r.failure_mode, r.error)
