@@ -56,6 +56,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxes import links
 from sandboxes.base import HOME_CONFIGS
 
 # Where programs and libraries live: a pre-existing file changed here is tampering.
@@ -169,8 +170,6 @@ def git_configs_that_run_programs(root: str) -> list[str]:
     """root's own git config files that run programs (above), each resolved inside the sandbox
     whose root the host sees at `root` (`/proc/<init>/root`): a linked file or folder counts as
     what it leads to."""
-    from sandboxes import links
-
     found = []
     for name in GLOBAL_GIT_CONFIGS:
         where = links.resolve(root, name)
