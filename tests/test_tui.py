@@ -363,9 +363,14 @@ async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_e
         await wait_until(pilot, lambda: "ep0" in app.live.panes and app.live.panes["ep0"].buffer.line_count == 200)
         await pilot.pause()
         pane = app.screen.query_one("#pane-ep0", ShellPane)
+        # The pane takes the buffer's lines on its next refresh, not when the buffer has them.
+        await wait_until(pilot, lambda: pane.virtual_size.height >= 200 and pane.max_scroll_y > 0)
         assert pane.follow and pane.scroll_y == pane.max_scroll_y
         pane.focus()
+        await pilot.pause()
         await pilot.press("pageup")
+        # Paging scrolls with an animation: on a loaded machine one pause does not see its end.
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         assert not pane.follow and "scrolled back" in str(pane.border_subtitle)
         where = pane.scroll_y
@@ -376,9 +381,33 @@ async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_e
         assert pane.scroll_y == where and "scrolled back" in str(pane.border_subtitle)
         pane.focus()
         await pilot.press("end")
+        await pilot.wait_for_scheduled_animations()
         await pilot.pause()
         assert pane.follow and pane.scroll_y == pane.max_scroll_y
         assert "scrolled back" not in str(pane.border_subtitle)
+        bus.emit(RunFinished("r", 0.0, 0))
+
+
+async def test_a_scroll_back_right_after_a_resize_is_not_undone_by_the_resize(tmp_path: Path):
+    # A resize (focusing a pane shows its scrollbar) asks to follow the tail after the next
+    # refresh; a page up pressed before that refresh must win.
+    app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.press("2")
+        bus = app.engine.bus
+        bus.emit(RunStarted("r", "eval", 1))
+        bus.emit(EpisodeStarted("r", "ep0", "task-0", "oracle"))
+        for n in range(200):
+            bus.emit(SandboxOutput("ep0", "agent", "output", f"line {n}\n"))
+        await wait_until(pilot, lambda: "ep0" in app.live.panes)
+        pane = app.screen.query_one("#pane-ep0", ShellPane)
+        await wait_until(pilot, lambda: pane.max_scroll_y > 0 and pane.scroll_y == pane.max_scroll_y)
+        pane.on_resize()
+        pane.scroll_to(y=0, animate=False, immediate=True)
+        assert not pane.follow
+        await pilot.pause()
+        await pilot.pause()
+        assert pane.scroll_y == 0 and not pane.follow
         bus.emit(RunFinished("r", 0.0, 0))
 
 

@@ -64,7 +64,13 @@ class ShellPane(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         # A new size (focus, a scrollbar shown, the grid laid out again) moves the tail.
         if self.follow:
-            self.call_after_refresh(self._to_tail)
+            self.call_after_refresh(self._follow_tail)
+
+    def _follow_tail(self) -> None:
+        # Asked for before the refresh: a key the user pressed meanwhile (page up just after
+        # focusing the pane) may have stopped following, and must not be undone.
+        if self.follow:
+            self._to_tail()
 
     def _forget_far_lines(self) -> None:
         """Keep rendered strips only for lines near the view.
