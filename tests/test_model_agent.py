@@ -436,3 +436,34 @@ def test_a_stop_request_ends_the_reply_being_sampled_and_the_episode(policy):
     agent = ModelAgent(Sampling(), get_harness("fenced-bash-turns"), max_turns=3)
     run = agent.act(load_task(EXAMPLE_TASK), box, time.monotonic() + 60)
     assert run.stop_reason == "stopped" and run.steps == [] and len(calls) == 1
+
+
+def test_a_command_past_its_time_limit_is_stopped_and_the_model_goes_on(policy):
+    """[policy] command_timeout_sec: a command that hangs (`tail -f`, a loop) is stopped after it,
+    the model is told it timed out and has its next turn, instead of the hang spending the
+    episode's whole agent timeout."""
+    harness = get_harness("fenced-bash-turns")
+    replies = iter(["sleep 60\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
+
+    class Scripted:
+        name = "scripted"
+        stop_ids = policy.stop_ids
+
+        def tokenize_chat(self, *a, **kw):
+            return policy.tokenize_chat(*a, **kw)
+
+        def tokenize_text(self, text):
+            return policy.tokenize_text(text)
+
+        def generate_ids(self, ids, **kw):
+            g = policy.generate_ids(ids, max_tokens=1, temperature=0.0)
+            text = next(replies)
+            tokens = tuple(policy.tokenize_text(text)) + (min(policy.stop_ids),)
+            return type(g)(text, tokens, tuple([-0.1] * len(tokens)), len(ids), "stop")
+
+    agent = ModelAgent(Scripted(), harness, max_turns=3, command_timeout_sec=2)
+    r = run_episode(load_task(EXAMPLE_TASK), agent, config=Config())
+    # The step's time is mostly the real model reading the prompt; `sleep 60` would add a minute.
+    assert r.steps[0].duration_s < 50
+    assert r.steps[0].timed_out and "timed out" in r.steps[0].output
+    assert r.stop_reason == "done" and r.success  # the next turn did the work

@@ -19,6 +19,7 @@ class AgentSettings:
     max_turns: int  # replies the model may give in one episode
     max_reply_tokens: int  # the most tokens one reply may have ([policy] max_reply_tokens)
     temperature: float  # sampling temperature
+    command_timeout_sec: float  # the most seconds one command may run ([policy] command_timeout_sec)
 
     def with_harness(self, harness: str) -> AgentSettings:
         return replace(self, harness=harness)
@@ -29,26 +30,34 @@ class AgentSettings:
     @classmethod
     def for_eval(cls, config: Config) -> AgentSettings:
         """`trsi-tui eval --agent model` and the TUI's start-run form (its options replace these)."""
+        policy = config.policy
         return cls(
-            config.pipeline.eval_harness, config.eval.max_turns, config.policy.max_reply_tokens, config.eval.temperature
+            config.pipeline.eval_harness,
+            config.eval.max_turns,
+            policy.max_reply_tokens,
+            config.eval.temperature,
+            policy.command_timeout_sec,
         )
 
     @classmethod
     def for_stage_eval(cls, config: Config) -> AgentSettings:
         """The held-out evaluation after every pipeline stage."""
         p = config.pipeline
-        return cls(p.eval_harness, p.eval_max_turns, config.policy.max_reply_tokens, p.eval_temperature)
+        policy = config.policy
+        return cls(
+            p.eval_harness, p.eval_max_turns, policy.max_reply_tokens, p.eval_temperature, policy.command_timeout_sec
+        )
 
     @classmethod
     def for_rsr(cls, rsr: RsrConfig, policy: PolicyConfig, harness: str) -> AgentSettings:
         """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`);
         `rsr` is the round's own settings (the config's, with a request's options applied)."""
-        return cls(harness, rsr.max_turns, policy.max_reply_tokens, rsr.temperature)
+        return cls(harness, rsr.max_turns, policy.max_reply_tokens, rsr.temperature, policy.command_timeout_sec)
 
     @classmethod
     def for_rpr(cls, rpr: RprConfig, policy: PolicyConfig) -> AgentSettings:
         """An RPR stage's rollouts and probes; `rpr` is the stage's own settings."""
-        return cls(rpr.harness, rpr.max_turns, policy.max_reply_tokens, rpr.temperature)
+        return cls(rpr.harness, rpr.max_turns, policy.max_reply_tokens, rpr.temperature, policy.command_timeout_sec)
 
 
 # An agent built without settings of its own (tests, benches): what `trsi-tui eval` would use.

@@ -45,6 +45,7 @@ max_turns = @              # ... and --max-turns
 llama_backend = @          # GGUF models: one llama.cpp context, episodes decoded in one batch; or "instances"
 sequences = @              # at most this many episodes decode in one batch
 max_reply_tokens = @       # the most tokens one model reply may have
+command_timeout_sec = @    # the most seconds one command of a model agent may run; then it times out
 gguf_weights = @           # GGUF weights served as the file has them, or re-encoded as "q8_0"
 min_p = @                  # never draw a token less likely than min_p x the likeliest; 0 = whole vocabulary
 

@@ -51,6 +51,10 @@ class PolicyConfig(_Section):
     # The most tokens one model reply may have (every model agent: eval, RSR, RPR). A reply that
     # never closes its action runs to this limit, and on the CPU its tokens are most of the time.
     max_reply_tokens: int = Field(512, ge=16, le=32768)
+    # The most seconds one command of a model agent may run (never past the task's agent timeout).
+    # A command still running then is stopped and the model sees that it timed out, with its next
+    # turn to go on: one `tail -f` must not spend the whole episode.
+    command_timeout_sec: float = Field(120.0, ge=1.0, le=3600.0)
     # GGUF models are served from their weights re-encoded in this type ("as-is": the file's own).
     # Q8_0 goes through llama.cpp's tiled matrix kernels, Q4_1 does not (docs/agents.md).
     gguf_weights: Literal["as-is", "q8_0"] = "as-is"

@@ -48,6 +48,7 @@ class AgentSpec:
             seed=self.seed,
             max_turns=self.settings.max_turns,
             max_reply_tokens=self.settings.max_reply_tokens,
+            command_timeout_sec=self.settings.command_timeout_sec,
             guidance=self.guidance,
             examples=self.examples,
         )

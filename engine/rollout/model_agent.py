@@ -16,7 +16,7 @@ from engine.policy.base import PolicyError
 from engine.results import AgentStep
 from engine.rollout.agents import AgentRun, StepListener
 from engine.rollout.harnesses import Harness, StepResult
-from engine.rollout.harnesses.base import MAX_COMMAND_SECONDS, Turn, WorkedExample
+from engine.rollout.harnesses.base import Turn, WorkedExample
 from engine.rollout.token_buffer import TokenBuffer, check_prefix_preserving
 from engine.tasks import Task
 from sandboxes import Sandbox
@@ -54,6 +54,7 @@ class ModelAgent:
         seed: int | None = None,
         max_turns: int = DEFAULT_AGENT.max_turns,
         max_reply_tokens: int = DEFAULT_AGENT.max_reply_tokens,
+        command_timeout_sec: float = DEFAULT_AGENT.command_timeout_sec,
         token_budget: int = 16384,
         guidance: str | None = None,
         examples: tuple[WorkedExample, ...] = (),
@@ -64,6 +65,7 @@ class ModelAgent:
         self.seed = seed
         self.max_turns = max_turns
         self.max_reply_tokens = max_reply_tokens
+        self.command_timeout_sec = command_timeout_sec
         self.token_budget = token_budget
         self.guidance = guidance  # a runbook shown with the task (RSR replays)
         # Worked examples added to the system prompt (RSR explores with its own successes on
@@ -162,7 +164,7 @@ class ModelAgent:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                r = sandbox.run(cmd.keystrokes, timeout=min(left, max(cmd.duration, MAX_COMMAND_SECONDS)))
+                r = sandbox.run(cmd.keystrokes, timeout=min(left, self.command_timeout_sec))
                 results.append(StepResult(cmd, r.output, r.exit_code, r.timed_out))
             observation = self.harness.observation(Turn(results, action.error, max(0.0, deadline - time.monotonic())))
             step = AgentStep(
