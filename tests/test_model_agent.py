@@ -30,6 +30,28 @@ def policy():
     return load_policy("bundled:smollm2-135m", n_ctx=2048)
 
 
+class Scripted:
+    """The bundled model's tokenizer and chat template, with replies given in advance: what the
+    agent does with a reply, not what the model would write."""
+
+    name = "scripted"
+
+    def __init__(self, policy, replies: list[str]) -> None:
+        self.policy, self.replies, self.stop_ids = policy, iter(replies), policy.stop_ids
+
+    def tokenize_chat(self, *a, **kw):
+        return self.policy.tokenize_chat(*a, **kw)
+
+    def tokenize_text(self, text):
+        return self.policy.tokenize_text(text)
+
+    def generate_ids(self, ids, **kw):
+        g = self.policy.generate_ids(ids, max_tokens=1, temperature=0.0)
+        text = next(self.replies)
+        tokens = tuple(self.policy.tokenize_text(text)) + (min(self.stop_ids),)
+        return type(g)(text, tokens, tuple([-0.1] * len(tokens)), len(ids), "stop")
+
+
 def test_model_specs_are_checked():
     assert str(parse_model_spec("bundled:smollm2-135m")) == "bundled:smollm2-135m"
     with pytest.raises(PolicyError, match="not KIND:TARGET"):
@@ -365,25 +387,8 @@ def test_a_stop_before_any_command_is_refused_fed_back_and_never_trained_on(poli
     from engine.store.records import Provenance
 
     harness = get_harness("fenced-bash-turns")
-    replies = iter(["DONE\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
-
-    class Scripted:
-        name = "scripted"
-        stop_ids = policy.stop_ids
-
-        def tokenize_chat(self, *a, **kw):
-            return policy.tokenize_chat(*a, **kw)
-
-        def tokenize_text(self, text):
-            return policy.tokenize_text(text)
-
-        def generate_ids(self, ids, **kw):
-            g = policy.generate_ids(ids, max_tokens=1, temperature=0.0)
-            text = next(replies)
-            tokens = tuple(policy.tokenize_text(text)) + (min(policy.stop_ids),)
-            return type(g)(text, tokens, tuple([-0.1] * len(tokens)), len(ids), "stop")
-
-    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(Scripted(), harness, max_turns=3), config=Config())
+    scripted = Scripted(policy, ["DONE\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
+    r = run_episode(load_task(EXAMPLE_TASK), ModelAgent(scripted, harness, max_turns=3), config=Config())
     assert r.stop_reason == "done" and len(r.steps) == 3
     assert r.steps[0].parse_error == PREMATURE_STOP and "no command has run yet" in r.steps[0].output
     assert r.steps[1].command and not r.steps[1].parse_error
@@ -443,25 +448,8 @@ def test_a_command_past_its_time_limit_is_stopped_and_the_model_goes_on(policy):
     the model is told it timed out and has its next turn, instead of the hang spending the
     episode's whole agent timeout."""
     harness = get_harness("fenced-bash-turns")
-    replies = iter(["sleep 60\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
-
-    class Scripted:
-        name = "scripted"
-        stop_ids = policy.stop_ids
-
-        def tokenize_chat(self, *a, **kw):
-            return policy.tokenize_chat(*a, **kw)
-
-        def tokenize_text(self, text):
-            return policy.tokenize_text(text)
-
-        def generate_ids(self, ids, **kw):
-            g = policy.generate_ids(ids, max_tokens=1, temperature=0.0)
-            text = next(replies)
-            tokens = tuple(policy.tokenize_text(text)) + (min(policy.stop_ids),)
-            return type(g)(text, tokens, tuple([-0.1] * len(tokens)), len(ids), "stop")
-
-    agent = ModelAgent(Scripted(), harness, max_turns=3, command_timeout_sec=2)
+    scripted = Scripted(policy, ["sleep 60\n```", "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"])
+    agent = ModelAgent(scripted, harness, max_turns=3, command_timeout_sec=2)
     r = run_episode(load_task(EXAMPLE_TASK), agent, config=Config())
     # The step's time is mostly the real model reading the prompt; `sleep 60` would add a minute.
     assert r.steps[0].duration_s < 50

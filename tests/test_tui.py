@@ -346,26 +346,31 @@ async def test_eight_panes_streaming_flat_out_are_batched_to_at_most_60_redraws_
         bus.emit(RunFinished("r", 0.0, 0))
 
 
+def write_lines(app, lines: range) -> None:
+    for n in lines:
+        app.engine.bus.emit(SandboxOutput("ep0", "agent", "output", f"line {n}\n"))
+
+
+async def streamed_pane(app, pilot, episodes: int = 1) -> ShellPane:
+    """The Sandboxes screen with `episodes` running, 200 lines in ep0's pane, which follows them."""
+    await pilot.press("2")
+    app.engine.bus.emit(RunStarted("r", "eval", episodes))
+    for i in range(episodes):
+        app.engine.bus.emit(EpisodeStarted("r", f"ep{i}", f"task-{i}", "oracle"))
+    write_lines(app, range(200))
+    await wait_until(pilot, lambda: "ep0" in app.live.panes and app.live.panes["ep0"].buffer.line_count == 200)
+    await pilot.pause()
+    pane = app.screen.query_one("#pane-ep0", ShellPane)
+    # The pane takes the buffer's lines on its next refresh, not when the buffer has them.
+    await wait_until(pilot, lambda: pane.virtual_size.height >= 200 and pane.max_scroll_y > 0)
+    assert pane.follow and pane.scroll_y == pane.max_scroll_y
+    return pane
+
+
 async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_end(tmp_path: Path):
     app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("2")
-        bus = app.engine.bus
-        bus.emit(RunStarted("r", "eval", 2))
-        for i in range(2):
-            bus.emit(EpisodeStarted("r", f"ep{i}", f"task-{i}", "oracle"))
-
-        def write(lines: range) -> None:
-            for n in lines:
-                bus.emit(SandboxOutput("ep0", "agent", "output", f"line {n}\n"))
-
-        write(range(200))
-        await wait_until(pilot, lambda: "ep0" in app.live.panes and app.live.panes["ep0"].buffer.line_count == 200)
-        await pilot.pause()
-        pane = app.screen.query_one("#pane-ep0", ShellPane)
-        # The pane takes the buffer's lines on its next refresh, not when the buffer has them.
-        await wait_until(pilot, lambda: pane.virtual_size.height >= 200 and pane.max_scroll_y > 0)
-        assert pane.follow and pane.scroll_y == pane.max_scroll_y
+        pane = await streamed_pane(app, pilot, episodes=2)
         pane.focus()
         await pilot.pause()
         await pilot.press("pageup")
@@ -375,7 +380,7 @@ async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_e
         assert not pane.follow and "scrolled back" in str(pane.border_subtitle)
         where = pane.scroll_y
         pane.blur()  # unfocused panes show no scrollbar: the border is what says it
-        write(range(200, 260))
+        write_lines(app, range(200, 260))
         await wait_until(pilot, lambda: app.live.panes["ep0"].buffer.line_count == 260)
         await pilot.pause()
         assert pane.scroll_y == where and "scrolled back" in str(pane.border_subtitle)
@@ -385,7 +390,7 @@ async def test_a_pane_scrolled_back_stays_put_says_so_and_follows_again_at_the_e
         await pilot.pause()
         assert pane.follow and pane.scroll_y == pane.max_scroll_y
         assert "scrolled back" not in str(pane.border_subtitle)
-        bus.emit(RunFinished("r", 0.0, 0))
+        app.engine.bus.emit(RunFinished("r", 0.0, 0))
 
 
 async def test_a_scroll_back_right_after_a_resize_is_not_undone_by_the_resize(tmp_path: Path):
@@ -393,22 +398,14 @@ async def test_a_scroll_back_right_after_a_resize_is_not_undone_by_the_resize(tm
     # refresh; a page up pressed before that refresh must win.
     app = create_app(Engine(Config(), Store(tmp_path / "db.sqlite")))
     async with app.run_test(size=(160, 50)) as pilot:
-        await pilot.press("2")
-        bus = app.engine.bus
-        bus.emit(RunStarted("r", "eval", 1))
-        bus.emit(EpisodeStarted("r", "ep0", "task-0", "oracle"))
-        for n in range(200):
-            bus.emit(SandboxOutput("ep0", "agent", "output", f"line {n}\n"))
-        await wait_until(pilot, lambda: "ep0" in app.live.panes)
-        pane = app.screen.query_one("#pane-ep0", ShellPane)
-        await wait_until(pilot, lambda: pane.max_scroll_y > 0 and pane.scroll_y == pane.max_scroll_y)
+        pane = await streamed_pane(app, pilot)
         pane.on_resize()
         pane.scroll_to(y=0, animate=False, immediate=True)
         assert not pane.follow
         await pilot.pause()
         await pilot.pause()
         assert pane.scroll_y == 0 and not pane.follow
-        bus.emit(RunFinished("r", 0.0, 0))
+        app.engine.bus.emit(RunFinished("r", 0.0, 0))
 
 
 async def test_keymap_from_config_remaps_a_binding_and_unknown_ids_are_reported(tmp_path: Path):
