@@ -46,6 +46,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+# anchor: the update before issue 14; current: the update of issue 14, in float32, one episode at
+# a time; current-auto: the same at precision "auto"; current-auto-shared: that, with the
+# episodes' common prompt prefix run once per pass and their tails together ([rpr] share_prefix
+# and batch_tokens, engine/rpr/prefix.py).
+PATHS = ("anchor", "current", "current-auto", "current-auto-shared")
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -53,17 +60,23 @@ def rss_mb() -> float:
     return 0.0
 
 
-def synthetic(length: int, vocab: int, seed: int):
+def synthetic(length: int, vocab: int, seed: int, shared: int = 0):
+    """`shared`: the first this many tokens are the same in every episode (a harness's system
+    prompt); the prompt is then at least that plus a 40-token task."""
     from engine.rpr.rollouts import Rollout
 
     rng = random.Random(seed)
-    prompt = int(length * 0.4)
+    prompt = max(int(length * 0.4), shared + 40 if shared else 0)
     mask = [0] * prompt
     while len(mask) < length:
         mask += [1] * 64 + [0] * 128
     mask = mask[:length]
     mask[-1] = 1
-    ids = tuple(rng.randrange(100, vocab) for _ in range(length))
+    system = random.Random(-1)
+    ids = tuple(
+        [system.randrange(100, vocab) for _ in range(shared)]
+        + [rng.randrange(100, vocab) for _ in range(length - shared)]
+    )
     return Rollout(f"synthetic-{seed}", "bench", ids, tuple(mask), (), rng.choice([0.0, 0.25, 1.0]), False, 0.0, 0.0)
 
 
@@ -92,10 +105,12 @@ def worker(args) -> None:
     torch.manual_seed(0)
     release_freed_memory()
     anchor = args.path == "anchor"
-    precision = "auto" if args.path == "current-auto" else "fp32"
+    precision = "auto" if args.path.startswith("current-auto") else "fp32"
     settings = RprConfig(
-        ppo_epochs=1,
-        minibatch_episodes=args.episodes,
+        ppo_epochs=args.ppo_epochs,
+        minibatch_episodes=args.minibatch or args.episodes,
+        share_prefix=args.path == "current-auto-shared",
+        batch_tokens=2048 if args.path == "current-auto-shared" else 0,
         load_4bit=args.four_bit,
         max_len=8192,
         old_logprobs="recompute" if anchor else "sampler",
@@ -114,7 +129,9 @@ def worker(args) -> None:
         precision=precision,
     )
     vocab = ac.model.get_base_model().config.vocab_size
-    rollouts = [with_sampler_logprobs(ac, synthetic(args.length, vocab, s)) for s in range(args.episodes)]
+    rollouts = [
+        with_sampler_logprobs(ac, synthetic(args.length, vocab, s, args.shared_prompt)) for s in range(args.episodes)
+    ]
     optimizers, schedulers = make_optimizers(ac, settings)
     # A warm-up update outside the timing: first calls allocate the optimizer state and caches.
     update = functools.partial(ppo_update, fuse_critic=not anchor)
@@ -153,6 +170,10 @@ def worker(args) -> None:
                 "joint_update_s": round(joint.seconds, 2),
                 "critic_update_s": round(critic.seconds, 2),
                 "joint_forward_passes_per_episode": round(joint.forward_passes, 2),
+                "ppo_epochs": args.ppo_epochs,
+                "minibatch_episodes": settings.minibatch_episodes,
+                "shared_prompt": args.shared_prompt,
+                "shared_prefix_tokens": round(joint.shared_prefix_tokens, 1),
                 "old_logprobs_from": joint.old_logprobs_from,
                 "joint_tokens_per_s": round(tokens / joint.seconds, 1),
                 "critic_tokens_per_s": round(tokens / critic.seconds, 1),
@@ -205,10 +226,14 @@ def main() -> None:
     parser.add_argument("--4bit", dest="four_bit", action="store_true", help="load the base NF4 (QLoRA)")
     parser.add_argument("--kl-coef", type=float, default=0.05, help="[rpr] kl_coef (0: no reference pass)")
     parser.add_argument("--store", type=Path, default=None, help="a trsi-tui database with RPR rounds")
-    parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--ppo-epochs", type=int, default=1, help="[rpr] ppo_epochs (the demo: 4)")
+    parser.add_argument("--minibatch", type=int, default=0, help="[rpr] minibatch_episodes (0: all the episodes)")
     parser.add_argument(
-        "--path", choices=["anchor", "current", "current-auto"], default="current", help=argparse.SUPPRESS
+        "--shared-prompt", type=int, default=0, help="tokens every episode starts with (the demo's system prompt: 285)"
     )
+    parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS), help="which updates to measure")
+    parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--path", choices=PATHS, default="current", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "ppo.json"))
     args = parser.parse_args()
@@ -216,7 +241,7 @@ def main() -> None:
         worker(args)
         return
     rows = []
-    for length, path in [(n, p) for n in args.lengths for p in ("anchor", "current", "current-auto")]:
+    for length, path in [(n, p) for n in args.lengths for p in args.paths]:
         cmd = [
             sys.executable,
             __file__,
@@ -231,6 +256,12 @@ def main() -> None:
             path,
             "--kl-coef",
             str(args.kl_coef),
+            "--ppo-epochs",
+            str(args.ppo_epochs),
+            "--minibatch",
+            str(args.minibatch),
+            "--shared-prompt",
+            str(args.shared_prompt),
         ]
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -238,7 +269,8 @@ def main() -> None:
             print(proc.stderr[-3000:], file=sys.stderr)
             raise SystemExit(f"length {length} ({path}) failed")
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    anchors = {r["length"]: r for r in rows if r["path"] == "anchor"}
+    # Speed-ups are against the first path measured (the anchor, unless --paths leaves it out).
+    anchors = {r["length"]: r for r in reversed(rows) if r["path"] == args.paths[0]}
     print(
         "tokens/episode | path | dtype | episodes | joint update s | speed-up | critic-only s | forwards/episode | "
         "joint tok/s | peak RSS MB | peak above model, MB per 1k tokens"

@@ -40,6 +40,30 @@ def ctrf_test(*checks: tuple[str, str]) -> str:
     return CTRF_TEST % body
 
 
+def tiny_actor_critic(precision: str = "fp32"):
+    """The bundled model's actor and critic with fresh adapters (LoRA rank 4), the reference the base."""
+    import torch
+
+    from engine.policy.spec import resolve_hf_base
+    from engine.rpr.actor_critic import ActorCritic
+    from engine.training.loader import LoraShape
+
+    base = resolve_hf_base("bundled:smollm2-135m")  # a first call converts the model, drawing random numbers
+    torch.manual_seed(0)
+    return ActorCritic.load(
+        base,
+        actor_adapter=None,
+        critic_adapter=None,
+        value_head=None,
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(4, 8),
+        load_4bit=False,
+        temperature=1.0,
+        precision=precision,
+    )
+
+
 def write_task(
     root: Path,
     name: str,

@@ -18,7 +18,7 @@ from engine.config import Config, RprConfig
 from engine.events import EventBus, RprProgress
 from engine.policy.base import Generation, LocalPolicy
 from engine.store import Store
-from tests.conftest import write_task
+from tests.conftest import tiny_actor_critic, write_task
 
 if not os.environ.get("CI"):
     pytest.importorskip("llama_cpp", reason="needs the model extra (installed by .ci/setup)")
@@ -296,7 +296,7 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
         )
         for name, r, reward in (("good", good, 1.0), ("bad", bad, 0.0))
     ]
-    ac = _tiny_actor_critic()
+    ac = tiny_actor_critic()
     s = settings(actor_lr=2e-3, ppo_epochs=2, minibatch_episodes=2, kl_coef=0.05, kl_mode=kl_mode)
     optimizers, schedulers = make_optimizers(ac, s)
 
@@ -316,27 +316,6 @@ def test_ppo_makes_the_rewarded_reply_more_likely_than_the_unrewarded_one(real_p
     assert stats[-1].kl > 0.0 and stats[-1].optimizer_steps == 2
 
 
-def _tiny_actor_critic(precision: str = "fp32"):
-    from engine.policy.spec import resolve_hf_base
-    from engine.rpr.actor_critic import ActorCritic
-    from engine.training.loader import LoraShape
-
-    base = resolve_hf_base("bundled:smollm2-135m")  # a first call converts the model, drawing random numbers
-    torch.manual_seed(0)
-    return ActorCritic.load(
-        base,
-        actor_adapter=None,
-        critic_adapter=None,
-        value_head=None,
-        reference="base",
-        reference_adapter=None,
-        lora=LoraShape(4, 8),
-        load_4bit=False,
-        temperature=1.0,
-        precision=precision,
-    )
-
-
 def test_a_bf16_update_moves_the_adapters_as_the_fp32_one_does():
     """bf16 autocast ([rpr] precision) computes the same update up to bf16 rounding."""
     from engine.rpr.ppo import make_optimizers, ppo_update
@@ -344,7 +323,7 @@ def test_a_bf16_update_moves_the_adapters_as_the_fp32_one_does():
 
     moved = {}
     for precision in ("fp32", "bf16"):
-        ac = _tiny_actor_critic(precision)
+        ac = tiny_actor_critic(precision)
         assert ac.dtype == precision and compute_dtype("fp32", ac.device) == "fp32"
         start = [p.detach().clone() for p in ac.actor_parameters()]
         rollouts = _random_rollouts(ac, sampler_shift=0.0)
@@ -382,29 +361,33 @@ def test_the_faster_update_takes_the_same_step_with_fewer_forward_passes():
 
     results = {}
     for fast in (False, True):
-        ac = _tiny_actor_critic()
+        ac = tiny_actor_critic()
+        start = [p.detach().clone() for p in ac.actor_parameters() + ac.critic_parameters()]
         rollouts = _random_rollouts(ac, sampler_shift=0.0)
         s = settings(ppo_epochs=1, minibatch_episodes=4, old_logprobs="sampler" if fast else "recompute", actor_lr=1e-3)
         optimizers, schedulers = make_optimizers(ac, s)
         stats = ppo_update(
             ac, rollouts, s, optimizers, schedulers, train_actor=True, rng=random.Random(0), fuse_critic=fast
         )
-        params = [p.detach().clone() for p in ac.actor_parameters() + ac.critic_parameters()]
-        results[fast] = (stats, params)
+        moved = [p.detach() - q for p, q in zip(ac.actor_parameters() + ac.critic_parameters(), start)]
+        results[fast] = (stats, torch.cat([m.flatten() for m in moved]))
     slow, fast = results[False][0], results[True][0]
     assert (slow.old_logprobs_from, fast.old_logprobs_from) == ("trainer", "sampler")
     # Per episode: old, reference, critic twice, actor -> reference, critic, actor (each once).
     assert (slow.forward_passes, fast.forward_passes) == (5, 3)
     assert fast.policy_loss == pytest.approx(slow.policy_loss, abs=1e-6)
     assert fast.value_loss == pytest.approx(slow.value_loss, abs=1e-6)
-    for a, b in zip(results[False][1], results[True][1]):
-        assert torch.allclose(a, b, atol=1e-6)
+    # Adam turns float rounding in a near-zero gradient (the episodes ran as one batch in one
+    # path, the sampler's log-probs stood in in the other) into a full step on that coordinate,
+    # so the movement is compared as a whole.
+    slow_moved, fast_moved = results[False][1], results[True][1]
+    assert slow_moved.norm() > 0 and (fast_moved - slow_moved).norm() < 0.01 * slow_moved.norm()
 
 
 def test_a_critic_warm_up_update_runs_the_model_once_per_episode_and_leaves_the_actor():
     from engine.rpr.ppo import make_optimizers, ppo_update
 
-    ac = _tiny_actor_critic()
+    ac = tiny_actor_critic()
     rollouts = _random_rollouts(ac, sampler_shift=0.0)
     s = settings(ppo_epochs=1, minibatch_episodes=4)
     optimizers, schedulers = make_optimizers(ac, s)
@@ -419,7 +402,7 @@ def test_a_critic_warm_up_update_runs_the_model_once_per_episode_and_leaves_the_
 def test_sampler_log_probs_that_disagree_with_the_trainer_are_not_used_as_the_old_ones():
     from engine.rpr.ppo import make_optimizers, ppo_update
 
-    ac = _tiny_actor_critic()
+    ac = tiny_actor_critic()
     rollouts = _random_rollouts(ac, sampler_shift=0.5)  # a sampler serving other weights
     s = settings(ppo_epochs=1, minibatch_episodes=4, old_logprobs="sampler", sampler_tolerance=0.1)
     optimizers, schedulers = make_optimizers(ac, s)

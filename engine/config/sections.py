@@ -184,6 +184,14 @@ class RprConfig(_Section):
     # recompute them with the training model (one more forward pass per episode).
     old_logprobs: Literal["sampler", "recompute"] = "sampler"
     sampler_tolerance: float = Field(0.1, ge=0.0)
+    # Run the prompt prefix the episodes share (the harness's system prompt) through the model once
+    # per pass instead of once per episode (engine/rpr/prefix.py): the same update, less work.
+    share_prefix: bool = True
+    # Episodes run through the model together, up to this many tokens (padding included); 0: one at
+    # a time. One pass over many short episodes is far cheaper than many passes (each pays about
+    # 0.1 s on the demo's CPU whatever its length); the bound keeps activation memory near what one
+    # long episode needs.
+    batch_tokens: int = Field(2048, ge=0)
     grad_clip: float = Field(1.0, gt=0)
     max_len: int = Field(2048, ge=64, description="longer episodes are left out of the loss and counted")
     rank: int = Field(8, ge=1, le=256, description="LoRA rank of a fresh actor or critic adapter")

@@ -25,10 +25,15 @@ from pathlib import Path
 import torch
 
 from engine.rpr.ppo_math import entropy_from_logits
+from engine.rpr.prefix import SharedPrefix
 from engine.training.loader import LoraShape, load_base, training_device
 from engine.training.precision import Precision, autocast, compute_dtype
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
+
+
+# An episode as the model takes it: its token ids [1, T] and the action mask shifted by one [1, T-1].
+Episode = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -112,15 +117,65 @@ class ActorCritic:
                 p.requires_grad_(False)
 
     # -- forward passes ----------------------------------------------------------------------
-    def _hidden(self, adapter: str | None, input_ids: torch.Tensor) -> torch.Tensor:
+    def _context(self, adapter: str | None):
         if adapter is None:
-            ctx = self.model.disable_adapter()
-        else:
-            self._activate(adapter)
-            ctx = nullcontext()
-        with ctx:
-            decoder = self.model.get_base_model().model
-            return decoder(input_ids=input_ids.to(self.device), use_cache=False).last_hidden_state
+            return self.model.disable_adapter()
+        self._activate(adapter)
+        return nullcontext()
+
+    def _decoder(self):
+        return self.model.get_base_model().model
+
+    def _rows(self, adapter: str | None, episodes: list[Episode], prefix: SharedPrefix | None) -> list[torch.Tensor]:
+        """Each episode's last hidden states at the positions whose output is used (target_mask 1).
+
+        The episodes run as one batch, right-padded: a causal model's real tokens never attend to
+        the padding after them, so no attention mask is needed, and the padding's outputs are
+        dropped. With `prefix`, only the tokens after it run, attending to its keys and values.
+        """
+        start = prefix.length if prefix is not None else 0
+        tails = [ids[0, start:] for ids, _ in episodes]
+        batch = torch.zeros(len(tails), max(len(t) for t in tails), dtype=torch.long)
+        for row, tail in enumerate(tails):
+            batch[row, : len(tail)] = tail
+        batch = batch.to(self.device)
+        with self._context(adapter):
+            if prefix is None:
+                hidden = self._decoder()(input_ids=batch, use_cache=False).last_hidden_state
+            elif prefix.adapter != adapter:
+                raise ValueError(f"a prefix computed under {prefix.adapter!r} used under {adapter!r}")
+            else:
+                hidden = prefix.forward(self._decoder(), batch)
+        rows = []
+        for row, (_, target_mask) in enumerate(episodes):
+            where = target_mask[0, start:].bool().to(self.device)
+            rows.append(hidden[row, : len(where)][where])
+        return rows
+
+    def prefix(self, adapter: str | None, input_ids: torch.Tensor) -> SharedPrefix:
+        """The keys and values of `input_ids` [1, P] under `adapter` (None: the base), for the
+        episodes that start with them (engine/rpr/prefix.py); tracked for gradients when enabled."""
+        with autocast(self.dtype, self.device), self._context(adapter):
+            return SharedPrefix.compute(adapter, self._decoder(), input_ids.to(self.device))
+
+    def actions_many(
+        self,
+        adapter: str | None,
+        episodes: list[Episode],
+        with_entropy: bool = False,
+        prefix: SharedPrefix | None = None,
+    ) -> list[ActionForward]:
+        """`actions` of several episodes, run through the model as one batch."""
+        start = prefix.length if prefix is not None else 0
+        with autocast(self.dtype, self.device):
+            rows = self._rows(adapter, episodes, prefix)
+            logits = self.model.get_base_model().lm_head(torch.cat(rows)).float() / self.temperature
+        logp = torch.log_softmax(logits, dim=-1)
+        targets = torch.cat([ids[0, start + 1 :][mask[0, start:].bool()] for ids, mask in episodes]).to(self.device)
+        chosen = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        entropy = entropy_from_logits(logits) if with_entropy else torch.zeros_like(chosen)
+        counts = [len(r) for r in rows]
+        return [ActionForward(c.cpu(), e.cpu()) for c, e in zip(chosen.split(counts), entropy.split(counts))]
 
     def actions(
         self, adapter: str | None, input_ids: torch.Tensor, target_mask: torch.Tensor, with_entropy: bool = False
@@ -129,24 +184,26 @@ class ActorCritic:
 
         `input_ids` is [1, T]; `target_mask` is [1, T-1] (the action mask shifted by one).
         """
-        with autocast(self.dtype, self.device):
-            hidden = self._hidden(adapter, input_ids)
-            where = target_mask.bool().to(self.device)
-            logits = self.model.get_base_model().lm_head(hidden[:, :-1][where]).float() / self.temperature
-        logp = torch.log_softmax(logits, dim=-1)
-        chosen = logp.gather(-1, input_ids.to(self.device)[:, 1:][where].unsqueeze(-1)).squeeze(-1)
-        entropy = entropy_from_logits(logits) if with_entropy else torch.zeros_like(chosen)
-        return ActionForward(chosen.cpu(), entropy.cpu())
+        return self.actions_many(adapter, [(input_ids, target_mask)], with_entropy)[0]
+
+    @property
+    def reference_adapter(self) -> str | None:
+        """The adapter the KL term's reference runs under (None: the base, adapters disabled)."""
+        return REF if self.reference == "stage-start" else None
 
     def reference_logprobs(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
-        return self.actions(REF if self.reference == "stage-start" else None, input_ids, target_mask).logprobs
+        return self.actions(self.reference_adapter, input_ids, target_mask).logprobs
+
+    def values_many(self, episodes: list[Episode], prefix: SharedPrefix | None = None) -> list[torch.Tensor]:
+        """`values` of several episodes, run through the model as one batch."""
+        with autocast(self.dtype, self.device):
+            rows = self._rows(CRITIC, episodes, prefix)
+            values = self.value_head(torch.cat(rows)).squeeze(-1).float().cpu()
+        return list(values.split([len(r) for r in rows]))
 
     def values(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
         """V(state before each action token), the critic's estimate of the episode's reward."""
-        with autocast(self.dtype, self.device):
-            hidden = self._hidden(CRITIC, input_ids)
-            values = self.value_head(hidden[:, :-1][target_mask.bool().to(self.device)])
-        return values.squeeze(-1).float().cpu()
+        return self.values_many([(input_ids, target_mask)])[0]
 
     # -- saving --------------------------------------------------------------------------------
     def save(self, out: Path) -> None:

@@ -35,7 +35,7 @@ from typing import Callable
 import torch
 
 from engine.config import RprConfig
-from engine.rpr.actor_critic import ACTOR, ActorCritic
+from engine.rpr.actor_critic import ACTOR, CRITIC, ActorCritic
 from engine.rpr.ppo_math import (
     KL_ESTIMATORS,
     explained_variance,
@@ -46,6 +46,7 @@ from engine.rpr.ppo_math import (
     terminal_rewards,
     value_loss,
 )
+from engine.rpr.prefix import Prefixes, SharedPrefix
 from engine.rpr.rollouts import Rollout
 from engine.training.stop import stoppable
 
@@ -71,6 +72,9 @@ class UpdateStats:
     seconds: float
     old_logprobs_from: str = ""  # "sampler" or "trainer": whose log-probs the ratio started from
     forward_passes: int = 0  # through the model, per episode on average (backward passes not counted)
+    # The prompt prefix a minibatch's episodes shared, run once per training pass instead of once
+    # per episode (engine/rpr/prefix.py): its mean length in tokens, 0 where nothing was shared.
+    shared_prefix_tokens: float = 0.0
 
 
 @dataclass
@@ -125,21 +129,24 @@ def _has_sampler_logprobs(r: Rollout) -> bool:
 
 
 def _old_logprobs(
-    ac: ActorCritic, rollouts: list[Rollout], inputs: list[tuple[torch.Tensor, torch.Tensor]], settings: RprConfig
+    ac: ActorCritic,
+    rollouts: list[Rollout],
+    inputs: list[tuple[torch.Tensor, torch.Tensor]],
+    settings: RprConfig,
+    prefixes: Prefixes,
 ) -> tuple[list[torch.Tensor], _SamplerCheck, str, int]:
     """Old log-probs per episode, the sampler check, whose they are, and the forward passes spent."""
     check = _SamplerCheck([])
     if settings.old_logprobs == "sampler" and all(_has_sampler_logprobs(r) for r in rollouts):
         ids, target_mask = inputs[0]
+        # The probe runs the whole episode: a shared prefix would cost more than it saves here.
         probe = ac.actions(ACTOR, ids, target_mask).logprobs
         if check.add(probe, rollouts[0].sampler_logprobs) <= settings.sampler_tolerance:
             return [torch.tensor(r.sampler_logprobs) for r in rollouts], check, "sampler", 1
-    old = []
-    for r, (ids, target_mask) in zip(rollouts, inputs):
-        logprobs = ac.actions(ACTOR, ids, target_mask).logprobs
+    old = [f.logprobs for f in prefixes.run(ACTOR, lambda some, pre: ac.actions_many(ACTOR, some, prefix=pre))]
+    for r, logprobs in zip(rollouts, old):
         if _has_sampler_logprobs(r):
             check.add(logprobs, r.sampler_logprobs)
-        old.append(logprobs)
     return old, check, "trainer", len(rollouts)
 
 
@@ -194,16 +201,20 @@ def _prepare(
         inputs = [
             (torch.tensor([r.ids], dtype=torch.long), torch.tensor([r.mask[1:]], dtype=torch.long)) for r in rollouts
         ]
+        prefixes = Prefixes(ac, inputs, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
         if need_old:
-            old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings)
+            old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings, prefixes)
         else:
             old, check, source, passes = [None] * len(rollouts), _SamplerCheck([]), "", 0
-        prepared = []
-        for r, (ids, target_mask), old_lp in zip(rollouts, inputs, old):
-            ref = ac.reference_logprobs(ids, target_mask) if need_ref else None
-            prepared.append(_Prepared(r, ids, target_mask, old_lp, ref))
-            if with_values:
-                _advantages(prepared[-1], ac.values(ids, target_mask), settings)
+        refs: list[torch.Tensor | None] = [None] * len(rollouts)
+        if need_ref:
+            adapter = ac.reference_adapter
+            forwards = prefixes.run(adapter, lambda some, pre: ac.actions_many(adapter, some, prefix=pre))
+            refs = [f.logprobs for f in forwards]
+        prepared = [_Prepared(r, ids, mask, o, ref) for r, (ids, mask), o, ref in zip(rollouts, inputs, old, refs)]
+        if with_values:
+            for p, values in zip(prepared, prefixes.run(CRITIC, ac.values_many)):
+                _advantages(p, values, settings)
     passes += len(rollouts) * (int(need_ref) + int(with_values))
     if with_values:
         _whiten(prepared, settings)
@@ -274,15 +285,62 @@ def ppo_update(
             # makes a token-mean over the minibatch, weighting them equally a sequence-mean.
             return p.n_actions / n_tokens if settings.loss_agg_mode == "token-mean" else 1 / len(batch)
 
-        def critic_backward(p: _Prepared, w: float) -> None:
-            values = ac.values(p.ids, p.target_mask)
-            if p.old_values is None:
-                _advantages(p, values.detach(), settings)
-            ones = torch.ones(1, p.n_actions)
-            vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
-            (vl * w).backward()
-            sums["value"] += float(vl.detach()) * w
+        def critic_backward(batch: list[_Prepared], weights: list[float], prefix: SharedPrefix | None) -> None:
+            total = torch.zeros(())
+            for p, w, values in zip(batch, weights, ac.values_many([(p.ids, p.target_mask) for p in batch], prefix)):
+                if p.old_values is None:
+                    _advantages(p, values.detach(), settings)
+                ones = torch.ones(1, p.n_actions)
+                vl = value_loss(values[None], p.old_values[None], p.returns[None], ones, settings.clip_value)
+                total = total + vl * w
+                sums["value"] += float(vl.detach()) * w
+            total.backward()
 
+        def actor_backward(batch: list[_Prepared], weights: list[float], prefix: SharedPrefix | None) -> None:
+            nonlocal source
+            forwards = ac.actions_many(ACTOR, [(p.ids, p.target_mask) for p in batch], with_entropy=True, prefix=prefix)
+            total = torch.zeros(())
+            for p, w, fwd in zip(batch, weights, forwards):
+                if p.old_logprobs is None:
+                    source = _old_from_training(p, fwd.logprobs.detach(), check, source, usable, settings)
+                ones = torch.ones(1, p.n_actions)
+                pl, clip_frac = policy_loss(
+                    fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
+                )
+                loss = pl
+                if p.ref_logprobs is not None:
+                    kl = kl_estimator(fwd.logprobs, p.ref_logprobs).mean()
+                    if settings.kl_mode == "loss":
+                        loss = loss + settings.kl_coef * kl
+                    sums["kl"] += float(kl.detach()) * w
+                total = total + loss * w
+                sums["policy"] += float(pl.detach()) * w
+                sums["clip"] += float(clip_frac) * w
+                sums["entropy"] += float(fwd.entropy.detach().mean()) * w
+            total.backward()
+
+        def backward_pass(adapter: str, batch: list[_Prepared], n_tokens: int, chunk_backward: Callable) -> int:
+            """One network's forward and backward over the minibatch, a chunk of episodes at a time
+            and its shared prefix once; all of it before the other network's forward (see actor_critic)."""
+            prefixes = Prefixes(
+                ac,
+                [(p.ids, p.target_mask) for p in batch],
+                share=settings.share_prefix,
+                batch_tokens=settings.batch_tokens,
+            )
+            prefix = prefixes.get(adapter)
+            for chunk in prefixes.chunks():
+                # Between chunks too: a minibatch of long episodes on a loaded CPU takes longer than
+                # a stop may wait; the round's update is discarded and rerun on resume.
+                if should_stop():
+                    raise InterruptedError("PPO update stopped")
+                some = [batch[i] for i in chunk]
+                chunk_backward(some, [weight(p, batch, n_tokens) for p in some], prefix)
+            prefixes.backward()
+            shared_tokens.append(prefixes.length)
+            return len(batch)
+
+        shared_tokens: list[int] = []
         for _ in range(settings.ppo_epochs):
             order = list(prepared)
             rng.shuffle(order)
@@ -294,38 +352,12 @@ def ppo_update(
                 actor_opt.zero_grad(set_to_none=True)
                 critic_opt.zero_grad(set_to_none=True)
                 if fused:  # values, advantages and the critic's gradients first; whitening needs them all
-                    for p in batch:
-                        critic_backward(p, weight(p, batch, n_tokens))
+                    passes += backward_pass(CRITIC, batch, n_tokens, critic_backward)
                     _whiten(prepared, settings)
-                    passes += len(batch)
-                for p in batch:
-                    # Between episodes too: a minibatch of long episodes on a loaded CPU takes longer
-                    # than a stop may wait; the round's update is discarded and rerun on resume.
-                    if should_stop():
-                        raise InterruptedError("PPO update stopped")
-                    w = weight(p, batch, n_tokens)
-                    ones = torch.ones(1, p.n_actions)
-                    if train_actor:
-                        fwd = ac.actions(ACTOR, p.ids, p.target_mask, with_entropy=True)
-                        if p.old_logprobs is None:
-                            source = _old_from_training(p, fwd.logprobs.detach(), check, source, usable, settings)
-                        pl, clip_frac = policy_loss(
-                            fwd.logprobs[None], p.old_logprobs[None], p.advantages[None], ones, settings.clip_ratio
-                        )
-                        loss = pl
-                        if p.ref_logprobs is not None:
-                            kl = kl_estimator(fwd.logprobs, p.ref_logprobs).mean()
-                            if settings.kl_mode == "loss":
-                                loss = loss + settings.kl_coef * kl
-                            sums["kl"] += float(kl.detach()) * w
-                        (loss * w).backward()
-                        sums["policy"] += float(pl.detach()) * w
-                        sums["clip"] += float(clip_frac) * w
-                        sums["entropy"] += float(fwd.entropy.detach().mean()) * w
-                        passes += 1
-                    if not fused:
-                        critic_backward(p, w)
-                        passes += 1
+                if train_actor:
+                    passes += backward_pass(ACTOR, batch, n_tokens, actor_backward)
+                if not fused:
+                    passes += backward_pass(CRITIC, batch, n_tokens, critic_backward)
                 weight_total += 1.0
                 if train_actor:
                     torch.nn.utils.clip_grad_norm_(ac.actor_parameters(), settings.grad_clip)
@@ -360,4 +392,5 @@ def ppo_update(
             seconds=time.monotonic() - started,
             old_logprobs_from=source,
             forward_passes=passes / len(prepared),
+            shared_prefix_tokens=sum(shared_tokens) / len(shared_tokens) if shared_tokens else 0.0,
         )

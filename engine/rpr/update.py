@@ -84,6 +84,7 @@ class RoundOutcome:
             # 1 when the sampler's log-probs stood in for PPO's old ones (no recompute pass).
             "ppo/old_from_sampler": 1.0 if stats.old_logprobs_from == "sampler" else 0.0,
             "ppo/forward_passes": stats.forward_passes,
+            "ppo/shared_prefix_tokens": stats.shared_prefix_tokens,
             "ppo/episodes": stats.episodes,
             "ppo/skipped_infra": stats.skipped_infra,
             "ppo/skipped_long": stats.skipped_long,
