@@ -1,6 +1,11 @@
 """PPO speed and memory, and where an RPR round's time goes.
 
     python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
+        [--ppo-epochs N] [--minibatch N] [--shared-prompt TOKENS] [--episodes-from DB:SCOPE] [--paths PATH...]
+
+`--ppo-epochs 4 --minibatch 4 --shared-prompt 285` is the demo's update in the demo's shape;
+`--episodes-from H/trsi.db:rpr/1/2` takes one RPR round's real episodes (their sampler log-probs
+replaced by the training model's own) instead of synthetic ones.
 
 Part 1, the update, side by side: `anchor` is the update as it was before issue 14 (the training
 model recomputes the old log-probs, and the critic runs a separate no-grad forward for the old
@@ -80,6 +85,21 @@ def synthetic(length: int, vocab: int, seed: int, shared: int = 0):
     return Rollout(f"synthetic-{seed}", "bench", ids, tuple(mask), (), rng.choice([0.0, 0.25, 1.0]), False, 0.0, 0.0)
 
 
+def stored_rollouts(spec: str):
+    """The episodes of one RPR round in a trsi-tui database, `DB:SCOPE` (SCOPE like rpr/1/1)."""
+    from engine.rpr.rollouts import load_rollout
+    from engine.store import Store
+
+    db, scope = spec.rsplit(":", 1)
+    con = sqlite3.connect(db)
+    ids = [row[0] for row in con.execute("SELECT episode_id FROM jobs WHERE scope = ? ORDER BY key", (scope,))]
+    con.close()
+    if not ids:
+        raise SystemExit(f"no episodes under {scope} in {db}")
+    store = Store(db)
+    return [r for r in (load_rollout(store, i) for i in ids) if r.trainable]
+
+
 def with_sampler_logprobs(ac, rollout):
     import dataclasses
 
@@ -129,9 +149,13 @@ def worker(args) -> None:
         precision=precision,
     )
     vocab = ac.model.get_base_model().config.vocab_size
-    rollouts = [
-        with_sampler_logprobs(ac, synthetic(args.length, vocab, s, args.shared_prompt)) for s in range(args.episodes)
-    ]
+    if args.episodes_from:
+        rollouts = [with_sampler_logprobs(ac, r) for r in stored_rollouts(args.episodes_from)]
+    else:
+        rollouts = [
+            with_sampler_logprobs(ac, synthetic(args.length, vocab, s, args.shared_prompt))
+            for s in range(args.episodes)
+        ]
     optimizers, schedulers = make_optimizers(ac, settings)
     # A warm-up update outside the timing: first calls allocate the optimizer state and caches.
     update = functools.partial(ppo_update, fuse_critic=not anchor)
@@ -155,6 +179,8 @@ def worker(args) -> None:
     stop.set()
     sampler.join()
     tokens = sum(len(r.ids) for r in rollouts)
+    if args.episodes_from:  # real episodes: report their mean length and count
+        args.length, args.episodes = round(tokens / len(rollouts)), len(rollouts)
     print(
         json.dumps(
             {
@@ -231,6 +257,11 @@ def main() -> None:
     parser.add_argument(
         "--shared-prompt", type=int, default=0, help="tokens every episode starts with (the demo's system prompt: 285)"
     )
+    parser.add_argument(
+        "--episodes-from",
+        metavar="DB:SCOPE",
+        help="real episodes instead of synthetic ones: one RPR round's, e.g. H/trsi.db:rpr/1/1 (--lengths ignored)",
+    )
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS), help="which updates to measure")
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=PATHS, default="current", help=argparse.SUPPRESS)
@@ -241,7 +272,8 @@ def main() -> None:
         worker(args)
         return
     rows = []
-    for length, path in [(n, p) for n in args.lengths for p in args.paths]:
+    lengths = [0] if args.episodes_from else args.lengths
+    for length, path in [(n, p) for n in lengths for p in args.paths]:
         cmd = [
             sys.executable,
             __file__,
@@ -263,6 +295,7 @@ def main() -> None:
             "--shared-prompt",
             str(args.shared_prompt),
         ]
+        cmd += ["--episodes-from", args.episodes_from] if args.episodes_from else []
         cmd += ["--4bit"] if args.four_bit else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:

@@ -96,13 +96,22 @@ def test_sharing_the_prompt_prefix_and_batching_make_the_same_update_as_running_
     assert (shared_moved - whole_moved).norm() < 0.01 * whole_moved.norm()
 
 
-def test_episodes_run_together_only_up_to_the_token_budget():
+def test_episodes_run_together_within_the_token_budget_and_a_long_one_runs_alone():
     from engine.rpr.prefix import Prefixes
 
     common = list(range(100, 140))
-    episodes = [_item(common + list(range(200, 200 + n)), 41) for n in (100, 100, 300, 50)]
-    assert Prefixes(None, episodes, share=True, batch_tokens=400).chunks() == [[0, 1], [2], [3]]
-    # Unshared, the whole episodes count: 140 + 140 fits, 340 alone, 90 after it would pad to 680.
-    assert Prefixes(None, episodes, share=False, batch_tokens=400).chunks() == [[0, 1], [2], [3]]
-    assert Prefixes(None, episodes, share=True, batch_tokens=0).chunks() == [[0], [1], [2], [3]]
-    assert Prefixes(None, episodes, share=True, batch_tokens=10_000).chunks() == [[0, 1, 2, 3]]
+
+    def chunks(tails: list[int], budget: int, share: bool = True) -> list[list[int]]:
+        episodes = [_item(common + list(range(200, 200 + n)), 41) for n in tails]
+        return Prefixes(None, episodes, share=share, batch_tokens=budget).chunks()
+
+    # One long episode among short ones: padding the short ones to its length would cost more
+    # than a pass of its own.
+    assert chunks([720, 86, 233, 101], 2048) == [[1, 3, 2], [0]]
+    assert chunks([400, 400, 400, 400], 2048) == [[0, 1, 2, 3]]  # equal lengths: one pass
+    for tails, budget, share in [([100, 100, 300, 50], 400, True), ([100, 100, 300, 50], 400, False)]:
+        runs = chunks(tails, budget, share)
+        assert sorted(i for run in runs for i in run) == [0, 1, 2, 3]
+        whole = [n + (0 if share else 40) for n in tails]
+        assert all(len(run) == 1 or max(whole[i] for i in run) * len(run) <= budget for run in runs)
+    assert chunks([100, 100, 300, 50], 0) == [[3], [0], [1], [2]]  # 0: one at a time
