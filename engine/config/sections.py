@@ -188,8 +188,8 @@ class RprConfig(_Section):
     # per pass instead of once per episode (engine/rpr/prefix.py): the same update, less work.
     share_prefix: bool = True
     # Episodes run through the model together, up to this many tokens (padding included); 0: one at
-    # a time. One pass over many short episodes is far cheaper than many passes (each pays about
-    # 0.1 s on the demo's CPU whatever its length); the bound keeps activation memory near what one
+    # a time. One pass over many short episodes is far cheaper than many passes (each costs about
+    # 0.17 s beyond its tokens on the demo's CPU); the bound keeps activation memory near what one
     # long episode needs.
     batch_tokens: int = Field(2048, ge=0)
     grad_clip: float = Field(1.0, gt=0)

@@ -25,15 +25,11 @@ from pathlib import Path
 import torch
 
 from engine.rpr.ppo_math import entropy_from_logits
-from engine.rpr.prefix import SharedPrefix
+from engine.rpr.prefix import Episode, SharedPrefix
 from engine.training.loader import LoraShape, load_base, training_device
 from engine.training.precision import Precision, autocast, compute_dtype
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
-
-
-# An episode as the model takes it: its token ids [1, T] and the action mask shifted by one [1, T-1].
-Episode = tuple[torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True)

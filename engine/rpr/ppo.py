@@ -46,7 +46,7 @@ from engine.rpr.ppo_math import (
     terminal_rewards,
     value_loss,
 )
-from engine.rpr.prefix import Prefixes, SharedPrefix
+from engine.rpr.prefix import Episode, Prefixes, SharedPrefix
 from engine.rpr.rollouts import Rollout
 from engine.training.stop import stoppable
 
@@ -128,12 +128,12 @@ def _has_sampler_logprobs(r: Rollout) -> bool:
     return len(r.sampler_logprobs) == r.action_tokens
 
 
+def _prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig) -> Prefixes:
+    return Prefixes(ac, episodes, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
+
+
 def _old_logprobs(
-    ac: ActorCritic,
-    rollouts: list[Rollout],
-    inputs: list[tuple[torch.Tensor, torch.Tensor]],
-    settings: RprConfig,
-    prefixes: Prefixes,
+    ac: ActorCritic, rollouts: list[Rollout], inputs: list[Episode], settings: RprConfig, prefixes: Prefixes
 ) -> tuple[list[torch.Tensor], _SamplerCheck, str, int]:
     """Old log-probs per episode, the sampler check, whose they are, and the forward passes spent."""
     check = _SamplerCheck([])
@@ -201,7 +201,7 @@ def _prepare(
         inputs = [
             (torch.tensor([r.ids], dtype=torch.long), torch.tensor([r.mask[1:]], dtype=torch.long)) for r in rollouts
         ]
-        prefixes = Prefixes(ac, inputs, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
+        prefixes = _prefixes(ac, inputs, settings)
         if need_old:
             old, check, source, passes = _old_logprobs(ac, rollouts, inputs, settings, prefixes)
         else:
@@ -322,12 +322,7 @@ def ppo_update(
         def backward_pass(adapter: str, batch: list[_Prepared], n_tokens: int, chunk_backward: Callable) -> int:
             """One network's forward and backward over the minibatch, a chunk of episodes at a time
             and its shared prefix once; all of it before the other network's forward (see actor_critic)."""
-            prefixes = Prefixes(
-                ac,
-                [(p.ids, p.target_mask) for p in batch],
-                share=settings.share_prefix,
-                batch_tokens=settings.batch_tokens,
-            )
+            prefixes = _prefixes(ac, [(p.ids, p.target_mask) for p in batch], settings)
             prefix = prefixes.get(adapter)
             for chunk in prefixes.chunks():
                 # Between chunks too: a minibatch of long episodes on a loaded CPU takes longer than

@@ -18,9 +18,13 @@ so `backward()` must run before another adapter's forward (peft resets requires_
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import torch
+
+# An episode as the model takes it: its token ids [1, T] and the action mask shifted by one [1, T-1].
+Episode = tuple[torch.Tensor, torch.Tensor]
 
 # Shorter common prefixes are not worth a second kind of forward pass.
 MIN_SHARED_TOKENS = 16
@@ -30,7 +34,7 @@ MIN_SHARED_TOKENS = 16
 PASS_TOKENS = 300
 
 
-def shared_length(items: list[tuple[torch.Tensor, torch.Tensor]]) -> int:
+def shared_length(items: list[Episode]) -> int:
     """How many leading tokens every episode has in common and none predicts from: the shared
     prefix must end before the first position whose output is used (the token before an
     episode's first action). `items` are (ids [1, T], target_mask [1, T-1]); 0 when sharing is
@@ -50,9 +54,10 @@ def shared_length(items: list[tuple[torch.Tensor, torch.Tensor]]) -> int:
     return length if length >= MIN_SHARED_TOKENS else 0
 
 
-def _cache_keyword(decoder) -> str:
+@functools.cache
+def _cache_keyword(decoder_type: type) -> str:
     """The decoder's KV-cache argument: `cache` in transformers 5, `past_key_values` before."""
-    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    return "cache" if "cache" in inspect.signature(decoder_type.forward).parameters else "past_key_values"
 
 
 def _cache_of(output):
@@ -61,7 +66,7 @@ def _cache_of(output):
 
 
 class SharedPrefix:
-    def __init__(self, adapter: str | None, length: int, keys_values: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    def __init__(self, adapter: str | None, length: int, keys_values: list[Episode]) -> None:
         self.adapter, self.length = adapter, length
         self._graph = keys_values
         self._tracked = any(k.requires_grad or v.requires_grad for k, v in keys_values)
@@ -86,7 +91,7 @@ class SharedPrefix:
         rows = tails.shape[0]
         for layer, (k, v) in enumerate(self._leaves):
             cache.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), layer)
-        kwargs = {_cache_keyword(decoder): cache}
+        kwargs = {_cache_keyword(type(decoder)): cache}
         return decoder(input_ids=tails, use_cache=True, **kwargs).last_hidden_state
 
     def backward(self) -> None:
@@ -110,9 +115,7 @@ class Prefixes:
     episodes then run in. A prefix's keys and values hold the parameters of when they were
     computed (and a graph, with gradients), so a `Prefixes` lives for one pass over the batch."""
 
-    def __init__(
-        self, ac, episodes: list[tuple[torch.Tensor, torch.Tensor]], *, share: bool, batch_tokens: int
-    ) -> None:
+    def __init__(self, ac, episodes: list[Episode], *, share: bool, batch_tokens: int) -> None:
         """`share`: look for a shared prefix at all; `batch_tokens`: the most tokens (padding
         included) a chunk of episodes may run as, 0 for one episode at a time."""
         self.ac, self.episodes, self.batch_tokens = ac, episodes, batch_tokens
