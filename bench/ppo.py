@@ -2,6 +2,7 @@
 
     python bench/ppo.py [--model SPEC] [--lengths 512 1024 2048] [--episodes 4] [--4bit] [--store DB] [--out FILE]
         [--ppo-epochs N] [--minibatch N] [--shared-prompt TOKENS] [--episodes-from DB:SCOPE] [--paths PATH...]
+        [--critic-layers N]
 
 `--ppo-epochs 4 --minibatch 4 --shared-prompt 285` is the demo's update in the demo's shape;
 `--episodes-from H/trsi.db:rpr/1/2` takes one RPR round's real episodes (their sampler log-probs
@@ -54,8 +55,9 @@ sys.path.insert(0, str(ROOT))
 # anchor: the update before issue 14; current: the update of issue 14, in float32, one episode at
 # a time; current-auto: the same at precision "auto"; current-auto-shared: that, with the
 # episodes' common prompt prefix run once per pass and their tails together ([rpr] share_prefix
-# and batch_tokens, engine/rpr/prefix.py).
-PATHS = ("anchor", "current", "current-auto", "current-auto-shared")
+# and batch_tokens, engine/rpr/prefix.py); critic-top: that, with the critic's adapter on the top
+# `--critic-layers` layers only, the layers below run once per update ([rpr] critic_layers).
+PATHS = ("anchor", "current", "current-auto", "current-auto-shared", "critic-top")
 
 
 def rss_mb() -> float:
@@ -125,12 +127,14 @@ def worker(args) -> None:
     torch.manual_seed(0)
     release_freed_memory()
     anchor = args.path == "anchor"
-    precision = "auto" if args.path.startswith("current-auto") else "fp32"
+    precision = "auto" if args.path.startswith("current-auto") or args.path == "critic-top" else "fp32"
+    shared = args.path in ("current-auto-shared", "critic-top")
     settings = RprConfig(
         ppo_epochs=args.ppo_epochs,
         minibatch_episodes=args.minibatch or args.episodes,
-        share_prefix=args.path == "current-auto-shared",
-        batch_tokens=2048 if args.path == "current-auto-shared" else 0,
+        share_prefix=shared,
+        batch_tokens=2048 if shared else 0,
+        critic_layers=args.critic_layers if args.path == "critic-top" else 0,
         load_4bit=args.four_bit,
         max_len=8192,
         old_logprobs="recompute" if anchor else "sampler",
@@ -147,6 +151,7 @@ def worker(args) -> None:
         load_4bit=args.four_bit,
         temperature=0.8,
         precision=precision,
+        critic_layers=settings.critic_layers,
     )
     vocab = ac.model.get_base_model().config.vocab_size
     if args.episodes_from:
@@ -199,6 +204,7 @@ def worker(args) -> None:
                 "ppo_epochs": args.ppo_epochs,
                 "minibatch_episodes": settings.minibatch_episodes,
                 "shared_prompt": args.shared_prompt,
+                "critic_layers": settings.critic_layers,
                 "shared_prefix_tokens": round(joint.shared_prefix_tokens, 1),
                 "old_logprobs_from": joint.old_logprobs_from,
                 "joint_tokens_per_s": round(tokens / joint.seconds, 1),
@@ -262,6 +268,9 @@ def main() -> None:
         metavar="DB:SCOPE",
         help="real episodes instead of synthetic ones: one RPR round's, e.g. H/trsi.db:rpr/1/1 (--lengths ignored)",
     )
+    parser.add_argument(
+        "--critic-layers", type=int, default=6, help="the critic's layers on the critic-top path ([rpr] critic_layers)"
+    )
     parser.add_argument("--paths", nargs="+", choices=PATHS, default=list(PATHS), help="which updates to measure")
     parser.add_argument("--length", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--path", choices=PATHS, default="current", help=argparse.SUPPRESS)
@@ -294,6 +303,8 @@ def main() -> None:
             str(args.minibatch),
             "--shared-prompt",
             str(args.shared_prompt),
+            "--critic-layers",
+            str(args.critic_layers),
         ]
         cmd += ["--episodes-from", args.episodes_from] if args.episodes_from else []
         cmd += ["--4bit"] if args.four_bit else []

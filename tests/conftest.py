@@ -40,8 +40,9 @@ def ctrf_test(*checks: tuple[str, str]) -> str:
     return CTRF_TEST % body
 
 
-def tiny_actor_critic(precision: str = "fp32"):
-    """The bundled model's actor and critic with fresh adapters (LoRA rank 4), the reference the base."""
+def tiny_actor_critic(precision: str = "fp32", critic_layers: int = 0):
+    """The bundled model's actor and critic with fresh adapters (LoRA rank 4), the reference the base;
+    the critic's adapter on the top `critic_layers` layers (0: all)."""
     import torch
 
     from engine.policy.spec import resolve_hf_base
@@ -61,6 +62,7 @@ def tiny_actor_critic(precision: str = "fp32"):
         load_4bit=False,
         temperature=1.0,
         precision=precision,
+        critic_layers=critic_layers,
     )
 
 

@@ -196,6 +196,10 @@ class RprConfig(_Section):
     max_len: int = Field(2048, ge=64, description="longer episodes are left out of the loss and counted")
     rank: int = Field(8, ge=1, le=256, description="LoRA rank of a fresh actor or critic adapter")
     alpha: int = Field(16, ge=1)
+    # A fresh critic's adapter on the top this many decoder layers only (0: all). Below them it sees
+    # the base's hidden states, computed once per update, so its forward and backward run through
+    # these layers alone (engine/rpr/actor_critic.py). An inherited critic keeps its own.
+    critic_layers: int = Field(0, ge=0, le=1000)
     load_4bit: bool = True
     # "auto": matrix products in bf16 (autocast; weights stay fp32) on a GPU or CPU that does bf16
     # natively, else fp32; or force "fp32" / "bf16".

@@ -2,6 +2,9 @@
 
 - `actor`: the policy's adapter (the RSR checkpoint, or a fresh one, which equals the base).
 - `critic`: its own LoRA adapter plus `value_head = Linear(hidden, 1)` on the last hidden state.
+  Its adapter may change only the top layers (`critic_layers`): below them the critic sees the
+  base's hidden states, which no update changes, so `critic_inputs` computes them once per update
+  and the critic's forward and backward then run through its own layers only.
 - the reference for the KL term: the actor as it was when the stage started (loaded frozen as
   adapter `ref`), or the base with adapters disabled.
 
@@ -18,18 +21,42 @@ the CPU (autograd follows the copy), so the PPO arithmetic never has to care whe
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from engine.rpr.ppo_math import entropy_from_logits
-from engine.rpr.prefix import Episode, SharedPrefix
+from engine.rpr.prefix import Episode, Prefixes, SharedPrefix
 from engine.training.loader import LoraShape, load_base, training_device
 from engine.training.precision import Precision, autocast, compute_dtype
 
 ACTOR, CRITIC, REF = "actor", "critic", "ref"
+
+
+@contextmanager
+def _only_layers(decoder, start: int, stop: int | None):
+    """The decoder runs its layers [start, stop) only: stopping early, without its final norm
+    (its output is then the next layer's input); starting late, from `inputs_embeds` that are
+    layer `start`'s input. Rotary positions and the causal mask are the decoder's own."""
+    layers, norm = decoder.layers, decoder.norm
+    decoder.layers = torch.nn.ModuleList(list(layers)[start:stop])
+    if stop is not None:
+        decoder.norm = torch.nn.Identity()
+    try:
+        yield
+    finally:
+        decoder.layers, decoder.norm = layers, norm
+
+
+def _right_padded(rows: list[torch.Tensor]) -> torch.Tensor:
+    """Token ids [T] or hidden states [T, H] as one zero-padded batch: a causal model's real
+    positions never attend to the padding after them, so no attention mask is needed."""
+    batch = rows[0].new_zeros((len(rows), max(len(r) for r in rows), *rows[0].shape[1:]))
+    for i, row in enumerate(rows):
+        batch[i, : len(row)] = row
+    return batch
 
 
 @dataclass(frozen=True)
@@ -61,9 +88,11 @@ class ActorCritic:
         load_4bit: bool,
         temperature: float,
         precision: Precision = "fp32",
+        critic_layers: int = 0,
     ) -> "ActorCritic":
         """`reference`: "stage-start" (the frozen `reference_adapter`, or the base when there is
-        none: a fresh adapter equals the base) or "base"."""
+        none: a fresh adapter equals the base) or "base". `critic_layers`: a fresh critic's adapter
+        changes only the top this many layers (0: all); a loaded critic keeps its own."""
         from peft import PeftModel, get_peft_model
 
         device = training_device()
@@ -76,7 +105,9 @@ class ActorCritic:
         if critic_adapter is not None:
             model.load_adapter(str(critic_adapter), adapter_name=CRITIC, is_trainable=True)
         else:
-            model.add_adapter(CRITIC, config)
+            n_layers = causal.config.num_hidden_layers
+            top = range(n_layers - critic_layers, n_layers) if 0 < critic_layers < n_layers else None
+            model.add_adapter(CRITIC, lora.peft_config(top))
         if reference == "stage-start" and reference_adapter is not None:
             model.load_adapter(str(reference_adapter), adapter_name=REF, is_trainable=False)
         head = torch.nn.Linear(causal.config.hidden_size, 1, device=device)
@@ -125,16 +156,11 @@ class ActorCritic:
     def _rows(self, adapter: str | None, episodes: list[Episode], prefix: SharedPrefix | None) -> list[torch.Tensor]:
         """Each episode's last hidden states at the positions whose output is used (target_mask 1).
 
-        The episodes run as one batch, right-padded: a causal model's real tokens never attend to
-        the padding after them, so no attention mask is needed, and the padding's outputs are
-        dropped. With `prefix`, only the tokens after it run, attending to its keys and values.
+        The episodes run as one right-padded batch, the padding's outputs dropped. With `prefix`,
+        only the tokens after it run, attending to its keys and values.
         """
         start = prefix.length if prefix is not None else 0
-        tails = [ids[0, start:] for ids, _ in episodes]
-        batch = torch.zeros(len(tails), max(len(t) for t in tails), dtype=torch.long)
-        for row, tail in enumerate(tails):
-            batch[row, : len(tail)] = tail
-        batch = batch.to(self.device)
+        batch = _right_padded([ids[0, start:] for ids, _ in episodes]).to(self.device)
         with self._context(adapter):
             if prefix is None:
                 hidden = self._decoder()(input_ids=batch, use_cache=False).last_hidden_state
@@ -190,10 +216,55 @@ class ActorCritic:
     def reference_logprobs(self, input_ids: torch.Tensor, target_mask: torch.Tensor) -> torch.Tensor:
         return self.actions(self.reference_adapter, input_ids, target_mask).logprobs
 
-    def values_many(self, episodes: list[Episode], prefix: SharedPrefix | None = None) -> list[torch.Tensor]:
-        """`values` of several episodes, run through the model as one batch."""
+    @property
+    def critic_start(self) -> int:
+        """The first layer the critic's adapter changes (0: it changes them all)."""
+        layers = self.model.peft_config[CRITIC].layers_to_transform
+        if layers is None:
+            return 0
+        return int(layers) if isinstance(layers, int) else min(layers)
+
+    def critic_inputs(self, episodes: list[Episode], *, share: bool, batch_tokens: int) -> list[torch.Tensor]:
+        """Each episode's hidden states [T, H] entering layer `critic_start`, which are the base's
+        (the critic changes nothing below it): they hold while the critic trains, so an update
+        computes them once. No gradients; the episodes run in chunks as `Prefixes` splits them."""
+        decoder = self._decoder()
+        inputs: list = [None] * len(episodes)
+        with torch.no_grad(), autocast(self.dtype, self.device), _only_layers(decoder, 0, self.critic_start):
+            prefixes = Prefixes(self, episodes, share=share, batch_tokens=batch_tokens)
+            prefix = prefixes.get(None)
+            for chunk in prefixes.chunks():
+                tails = [episodes[i][0][0, prefixes.length :] for i in chunk]
+                batch = _right_padded(tails).to(self.device)
+                with self._context(None):
+                    hidden = (
+                        prefix.forward(decoder, batch)
+                        if prefix
+                        else decoder(input_ids=batch, use_cache=False).last_hidden_state
+                    )
+                for row, i in enumerate(chunk):
+                    own = hidden[row, : len(tails[row])]
+                    inputs[i] = torch.cat([prefix.hidden[0], own]) if prefix else own
+        return inputs
+
+    def values_many(
+        self, episodes: list[Episode], prefix: SharedPrefix | None = None, inputs: list[torch.Tensor] | None = None
+    ) -> list[torch.Tensor]:
+        """`values` of several episodes, run through the model as one batch; with `inputs` (from
+        `critic_inputs`), through the critic's own layers only."""
         with autocast(self.dtype, self.device):
-            rows = self._rows(CRITIC, episodes, prefix)
+            if inputs is None:
+                rows = self._rows(CRITIC, episodes, prefix)
+            else:
+                decoder = self._decoder()
+                with self._context(CRITIC), _only_layers(decoder, self.critic_start, None):
+                    hidden = decoder(
+                        inputs_embeds=_right_padded(inputs).to(self.device), use_cache=False
+                    ).last_hidden_state
+                rows = [
+                    hidden[row, : mask.shape[1]][mask[0].bool().to(self.device)]
+                    for row, (_, mask) in enumerate(episodes)
+                ]
             values = self.value_head(torch.cat(rows)).squeeze(-1).float().cpu()
         return list(values.split([len(r) for r in rows]))
 

@@ -87,6 +87,8 @@ class _Prepared:
     old_values: torch.Tensor | None = None  # None until the critic has run (fused: in training)
     advantages: torch.Tensor | None = None
     returns: torch.Tensor | None = None
+    # With a critic on the top layers only: the hidden states entering them [T, H], computed once.
+    critic_inputs: torch.Tensor | None = None
 
     @property
     def n_actions(self) -> int:
@@ -130,6 +132,21 @@ def _has_sampler_logprobs(r: Rollout) -> bool:
 
 def _prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig) -> Prefixes:
     return Prefixes(ac, episodes, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
+
+
+def _critic_values(ac: ActorCritic, batch: list[_Prepared], prefix: SharedPrefix | None = None) -> list[torch.Tensor]:
+    """The critic's values of `batch`, whole when its inputs are cached (then `prefix` is None),
+    else after `prefix`; one chunk of episodes as `Prefixes.chunks` makes them."""
+    episodes = [(p.ids, p.target_mask) for p in batch]
+    if batch[0].critic_inputs is None:
+        return ac.values_many(episodes, prefix)
+    return ac.values_many(episodes, inputs=[p.critic_inputs for p in batch])
+
+
+def _critic_prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig) -> Prefixes:
+    """A critic on the top layers reads cached inputs, whole episodes, and shares no prefix."""
+    share = settings.share_prefix and not ac.critic_start
+    return Prefixes(ac, episodes, share=share, batch_tokens=settings.batch_tokens)
 
 
 def _old_logprobs(
@@ -212,9 +229,16 @@ def _prepare(
             forwards = prefixes.run(adapter, lambda some, pre: ac.actions_many(adapter, some, prefix=pre))
             refs = [f.logprobs for f in forwards]
         prepared = [_Prepared(r, ids, mask, o, ref) for r, (ids, mask), o, ref in zip(rollouts, inputs, old, refs)]
+        if ac.critic_start:
+            cached = ac.critic_inputs(inputs, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
+            for p, hidden in zip(prepared, cached):
+                p.critic_inputs = hidden
         if with_values:
-            for p, values in zip(prepared, prefixes.run(CRITIC, ac.values_many)):
-                _advantages(p, values, settings)
+            critic = _critic_prefixes(ac, inputs, settings)
+            for chunk in critic.chunks():
+                some = [prepared[i] for i in chunk]
+                for p, values in zip(some, _critic_values(ac, some, critic.get(CRITIC))):
+                    _advantages(p, values, settings)
     passes += len(rollouts) * (int(need_ref) + int(with_values))
     if with_values:
         _whiten(prepared, settings)
@@ -239,26 +263,8 @@ def ppo_update(
     usable = [r for r in rollouts if r.trainable and len(r.ids) <= settings.max_len]
     skipped_infra = sum(1 for r in rollouts if not r.trainable)
     skipped_long = sum(1 for r in rollouts if r.trainable and len(r.ids) > settings.max_len)
-    if not usable:
-        return UpdateStats(
-            0,
-            skipped_infra,
-            skipped_long,
-            0,
-            0,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            math.nan,
-            0,
-            time.monotonic() - started,
-        )
+    if not usable:  # no losses to report: every statistic of the update is NaN
+        return UpdateStats(0, skipped_infra, skipped_long, 0, 0, *[math.nan] * 10, 0, time.monotonic() - started)
     # Inside the passes too: one long episode's forward and backward on a loaded CPU take far
     # longer than a stop may wait (engine/training/stop.py).
     with stoppable(ac.model, should_stop, "critic warm-up" if not train_actor else "PPO update"):
@@ -287,7 +293,7 @@ def ppo_update(
 
         def critic_backward(batch: list[_Prepared], weights: list[float], prefix: SharedPrefix | None) -> None:
             total = torch.zeros(())
-            for p, w, values in zip(batch, weights, ac.values_many([(p.ids, p.target_mask) for p in batch], prefix)):
+            for p, w, values in zip(batch, weights, _critic_values(ac, batch, prefix)):
                 if p.old_values is None:
                     _advantages(p, values.detach(), settings)
                 ones = torch.ones(1, p.n_actions)
@@ -322,7 +328,10 @@ def ppo_update(
         def backward_pass(adapter: str, batch: list[_Prepared], n_tokens: int, chunk_backward: Callable) -> int:
             """One network's forward and backward over the minibatch, a chunk of episodes at a time
             and its shared prefix once; all of it before the other network's forward (see actor_critic)."""
-            prefixes = _prefixes(ac, [(p.ids, p.target_mask) for p in batch], settings)
+            episodes = [(p.ids, p.target_mask) for p in batch]
+            prefixes = (
+                _critic_prefixes(ac, episodes, settings) if adapter == CRITIC else _prefixes(ac, episodes, settings)
+            )
             prefix = prefixes.get(adapter)
             for chunk in prefixes.chunks():
                 # Between chunks too: a minibatch of long episodes on a loaded CPU takes longer than

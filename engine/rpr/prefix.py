@@ -68,6 +68,7 @@ def _cache_of(output):
 class SharedPrefix:
     def __init__(self, adapter: str | None, length: int, keys_values: list[Episode]) -> None:
         self.adapter, self.length = adapter, length
+        self.hidden: torch.Tensor | None = None  # the prefix's own last hidden states [1, P, H], detached
         self._graph = keys_values
         self._tracked = any(k.requires_grad or v.requires_grad for k, v in keys_values)
         if self._tracked:
@@ -80,8 +81,12 @@ class SharedPrefix:
         """Runs `ids` [1, P] through `decoder` (the adapter already active, autocast already
         entered); with gradients when they are enabled."""
         output = decoder(input_ids=ids, use_cache=True)
-        pairs = [(layer[0], layer[1]) for layer in _cache_of(output)]
-        return cls(adapter, ids.shape[1], pairs)
+        # A decoder running only its first layers (the critic's inputs, actor_critic) leaves the
+        # cache's later layers empty.
+        pairs = [(layer[0], layer[1]) for layer in _cache_of(output) if layer[0] is not None]
+        prefix = cls(adapter, ids.shape[1], pairs)
+        prefix.hidden = output.last_hidden_state.detach()
+        return prefix
 
     def forward(self, decoder, tails: torch.Tensor) -> torch.Tensor:
         """Last hidden states of `tails` [B, S], the tokens that follow the prefix in B episodes."""

@@ -97,6 +97,7 @@ def load_trainer(*, spec: StageSpec, base: str, latest: Path | None, seed: int) 
         load_4bit=s.load_4bit,
         temperature=s.temperature,
         precision=s.precision,
+        critic_layers=s.critic_layers,
     )
     optimizers, schedulers = make_optimizers(ac, s)
     rng = random.Random(seed)

@@ -22,7 +22,8 @@ class LoraShape:
     dropout: float = 0.0
     target_modules: tuple[str, ...] = LORA_TARGETS
 
-    def peft_config(self):
+    def peft_config(self, layers: range | None = None):
+        """`layers`: the decoder layers the adapter changes (None: all of them)."""
         from peft import LoraConfig
 
         return LoraConfig(
@@ -31,6 +32,8 @@ class LoraShape:
             lora_dropout=self.dropout,
             target_modules=list(self.target_modules),
             task_type="CAUSAL_LM",
+            layers_to_transform=list(layers) if layers is not None else None,
+            layers_pattern="layers" if layers is not None else None,
         )
 
 
