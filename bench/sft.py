@@ -1,6 +1,7 @@
 """SFT speed and memory: trsi-tui's QLoRA trainer against TRL's SFTTrainer, same model, data and machine.
 
-    python bench/sft.py [--epochs 1] [--batch 4] [--no-4bit] [--out FILE]
+    python bench/sft.py [--epochs 1] [--batch 4] [--no-4bit] [--trainers ours trl] [--samples-from DB:ROUND]
+        [--out FILE]
 
 Needs `pip install trl` (not a trsi-tui dependency). Both trainers get the same base (the bundled
 SmolLM2-135M as a plain transformers checkpoint), the same LoRA (rank 8, alpha 16, all
@@ -10,7 +11,11 @@ own process so its peak resident memory is its own. Reported: training tokens pe
 non-padding tokens through the model) and peak RSS. Writes bench/results/sft.json.
 
 Samples: for each built-in task, the task prompt and the reference command as the assistant's
-reply, tokenized through the model's chat template.
+reply, tokenized through the model's chat template; or, with `--samples-from H/trsi.db:2`, the
+SFT samples an RSR round stored (every one of them, not only the balanced subset it trained on).
+
+`--trainers ours ours-bf16` measures trsi-tui's trainer in float32 against itself at
+`[rsr.sft] precision = "bf16"` (bf16 autocast, weights and optimizer in float32), side by side.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+# ours: trsi-tui's trainer in float32; ours-bf16: the same under bf16 autocast; trl: TRL's SFTTrainer.
+TRAINERS = ("ours", "ours-bf16", "trl")
 
 
 def make_samples(tokenizer_policy, repeat: int):
@@ -54,13 +63,30 @@ def make_samples(tokenizer_policy, repeat: int):
     return samples * repeat
 
 
+def stored_samples(spec: str):
+    """The SFT samples of one RSR round in a trsi-tui database, `DB:ROUND`."""
+    from engine.store import Store
+
+    db, round_ = spec.rsplit(":", 1)
+    samples = Store(db).rsr.samples(int(round_))
+    if not samples:
+        raise SystemExit(f"no SFT samples of round {round_} in {db}")
+    return samples
+
+
 def run_ours(base: str, samples, args) -> dict:
     import tempfile
 
     from engine.rsr.sft import SftConfig, train_sft
 
     config = SftConfig(
-        epochs=args.epochs, batch_samples=args.batch, load_4bit=not args.no_4bit, learning_rate=2e-4, rank=8, alpha=16
+        epochs=args.epochs,
+        batch_samples=args.batch,
+        load_4bit=not args.no_4bit,
+        learning_rate=2e-4,
+        rank=8,
+        alpha=16,
+        precision="bf16" if args.worker == "ours-bf16" else "fp32",
     )
     with tempfile.TemporaryDirectory() as out:
         result = train_sft(base, samples, Path(out), config)
@@ -137,11 +163,13 @@ def worker(args) -> None:
     from engine.policy.spec import resolve_hf_base
 
     base = resolve_hf_base("bundled:smollm2-135m")
-    samples = make_samples(load_policy(f"hf:{base}"), args.repeat)
+    samples = (
+        stored_samples(args.samples_from) if args.samples_from else make_samples(load_policy(f"hf:{base}"), args.repeat)
+    )
     import gc
 
     gc.collect()
-    result = (run_ours if args.worker == "ours" else run_trl)(base, samples, args)
+    result = (run_trl if args.worker == "trl" else run_ours)(base, samples, args)
     result["samples"] = len(samples)
     result["tokens_per_second"] = result["tokens"] / result["seconds"]
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -154,14 +182,16 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=1, help="copies of the 48 task samples")
     parser.add_argument("--no-4bit", action="store_true")
-    parser.add_argument("--worker", choices=["ours", "trl"], help=argparse.SUPPRESS)
+    parser.add_argument("--trainers", nargs="+", choices=TRAINERS, default=["ours", "trl"])
+    parser.add_argument("--samples-from", help="DB:ROUND, an RSR round's stored SFT samples")
+    parser.add_argument("--worker", choices=TRAINERS, help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "sft.json"))
     args = parser.parse_args()
     if args.worker:
         worker(args)
         return
     rows = {}
-    for name in ("ours", "trl"):
+    for name in args.trainers:
         cmd = [
             sys.executable,
             __file__,
@@ -174,6 +204,7 @@ def main() -> None:
             "--repeat",
             str(args.repeat),
         ] + (["--no-4bit"] if args.no_4bit else [])
+        cmd += ["--samples-from", args.samples_from] if args.samples_from else []
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)

@@ -126,3 +126,22 @@ def test_a_small_dataset_repeats_until_min_steps(trained, tmp_path):
     assert json.loads((tmp_path / METADATA).read_text())["metrics"]["epochs"] == 2.5
     # A dataset big enough for min_steps keeps its whole epochs.
     assert planned_steps(40, SftConfig(epochs=3, min_steps=12, batch_samples=4)) == 30
+
+
+def test_bf16_autocast_trains_to_the_same_place_as_float32(trained, tmp_path):
+    """`[rsr.sft] precision = "bf16"`: the matrix products in bf16, the weights and the optimizer in
+    float32. The first step's loss is float32's up to bf16 rounding, the adapter learns the action
+    as well, and the checkpoint says how it was computed."""
+    base, sample, *_ = trained
+    config = SftConfig(epochs=8, learning_rate=2e-3, load_4bit=False, seed=1)
+    results = {}
+    for precision in ("fp32", "bf16"):
+        results[precision] = train_sft(
+            base, [sample], tmp_path / precision, SftConfig(**{**config.__dict__, "precision": precision})
+        )
+        dtype = json.loads((tmp_path / precision / METADATA).read_text())["metrics"]["compute_dtype"]
+        assert dtype == precision
+    fp32, bf16 = results["fp32"].losses, results["bf16"].losses
+    assert bf16[0] != fp32[0]  # it did run in bf16
+    assert abs(bf16[0] - fp32[0]) < 0.02 * fp32[0]
+    assert bf16[-1] < 0.2 * bf16[0] and fp32[-1] < 0.2 * fp32[0]

@@ -83,6 +83,9 @@ class SftSection(_Section):
     max_len: int = Field(2048, ge=64)
     load_4bit: bool = True
     packing: bool = False
+    # As [rpr] precision: "auto" runs the matrix products in bf16 (autocast; the weights and the
+    # optimizer stay fp32) where the GPU or CPU does bf16 natively, else fp32.
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
 
 
 class RsrConfig(_Section):

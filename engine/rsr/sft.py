@@ -33,6 +33,7 @@ from engine.store.records import Sample
 from engine.training.loader import LORA_TARGETS, LoraShape, load_base, model_device
 from engine.training.memory import release_freed_memory
 from engine.training.partial import discard_partial, load_partial, save_partial
+from engine.training.precision import Precision, autocast, compute_dtype
 from engine.training.stop import stoppable
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,9 @@ class SftConfig:
     # Pack each step's samples into as few rows of max_len as fit, with a block-diagonal mask and
     # positions restarting per sample: less padding, and still no sample attends to another.
     packing: bool = False
+    # "bf16": forward passes under bf16 autocast; "auto": where the hardware does bf16 natively
+    # (engine/training/precision.py).
+    precision: Precision = "fp32"
     seed: int = 0
     target_modules: tuple[str, ...] = LORA_TARGETS
 
@@ -223,6 +227,7 @@ def train_sft(
         raise InterruptedError("SFT stopped before it started")
     model.train()
     device = model_device(model)
+    dtype = compute_dtype(config.precision, device)
     pad_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=config.learning_rate, weight_decay=0.0)
@@ -246,7 +251,8 @@ def train_sft(
                         break
                     if stop():
                         raise InterruptedError("SFT stopped before it finished")
-                    loss, labels, real = batch_loss(model, batch, config, pad_id, device)
+                    with autocast(dtype, device):
+                        loss, labels, real = batch_loss(model, batch, config, pad_id, device)
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
@@ -283,6 +289,7 @@ def train_sft(
             "action_tokens": action_tokens,
             "first_loss": losses[0],
             "final_loss": losses[-1],
+            "compute_dtype": dtype,
             "seconds": round(seconds, 2),  # of this run (a continued one: since it continued)
             "tokens_per_second": round((tokens - first_tokens) / seconds, 1) if seconds else None,
         },

@@ -75,5 +75,6 @@ def sft_config(work: RoundWork) -> SftConfig:
         max_len=s.max_len,
         load_4bit=s.load_4bit,
         packing=s.packing,
+        precision=s.precision,
         seed=work.seed,
     )
