@@ -102,6 +102,31 @@ class ShellPane(ScrollView, can_focus=True):
         if (self.show_horizontal_scrollbar, self.show_vertical_scrollbar) != bars:
             self.refresh(layout=True)
 
+    # Keys and the wheel that scroll up stop following at once, not when the scroll lands: paging
+    # is animated, and a tail-follow queued before the key (the resize focusing a pane causes)
+    # ran before the animation's first step and snapped the view back to the end.
+    def action_page_up(self) -> None:
+        self._leave_tail()
+        super().action_page_up()
+
+    def action_scroll_up(self) -> None:
+        self._leave_tail()
+        super().action_scroll_up()
+
+    def action_scroll_home(self) -> None:
+        self._leave_tail()
+        super().action_scroll_home()
+
+    def _on_mouse_scroll_up(self, event) -> None:
+        if not (event.ctrl or event.shift):  # those scroll sideways
+            self._leave_tail()
+        super()._on_mouse_scroll_up(event)
+
+    def _leave_tail(self) -> None:
+        if self.allow_vertical_scroll and self.max_scroll_y > 0:
+            self.follow = False
+            self._show_subtitle()
+
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
         if new >= self.max_scroll_y:  # at the end (also when a resize clamps the offset): follow
