@@ -33,12 +33,9 @@ sys.path.insert(0, str(ROOT))
 def worker(args) -> None:
     import torch
 
-    from bench.ppo import stored_rollouts
+    from bench.ppo import fresh_actor_critic, stored_rollouts
     from engine.config import RprConfig
-    from engine.policy.spec import trainable_weights
-    from engine.rpr.actor_critic import ActorCritic
     from engine.rpr.ppo import make_optimizers, ppo_update
-    from engine.training.loader import LoraShape
 
     layers = args.critic_layers[0]
     settings = RprConfig(
@@ -53,19 +50,7 @@ def worker(args) -> None:
         load_4bit=False,
     )
     torch.manual_seed(0)
-    ac = ActorCritic.load(
-        trainable_weights(args.model)[0],
-        actor_adapter=None,
-        critic_adapter=None,
-        value_head=None,
-        reference="base",
-        reference_adapter=None,
-        lora=LoraShape(settings.rank, settings.alpha),
-        load_4bit=False,
-        temperature=0.8,
-        precision="auto",
-        critic_layers=layers,
-    )
+    ac = fresh_actor_critic(args.model, settings, "auto")
     optimizers, schedulers = make_optimizers(ac, settings)
     rng = random.Random(0)
     rounds = []

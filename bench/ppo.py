@@ -114,14 +114,33 @@ def with_sampler_logprobs(ac, rollout):
     return dataclasses.replace(rollout, sampler_logprobs=tuple(lp.tolist()))
 
 
+def fresh_actor_critic(model: str, settings, precision: str):
+    """Fresh actor and critic adapters on `model` (a model spec), shaped as `settings` (an
+    RprConfig) says; the reference is the base."""
+    from engine.policy.spec import trainable_weights
+    from engine.rpr.actor_critic import ActorCritic
+    from engine.training.loader import LoraShape
+
+    return ActorCritic.load(
+        trainable_weights(model)[0],
+        actor_adapter=None,
+        critic_adapter=None,
+        value_head=None,
+        reference="base",
+        reference_adapter=None,
+        lora=LoraShape(settings.rank, settings.alpha),
+        load_4bit=settings.load_4bit,
+        temperature=0.8,
+        precision=precision,
+        critic_layers=settings.critic_layers,
+    )
+
+
 def worker(args) -> None:
     import torch
 
     from engine.config import RprConfig
-    from engine.policy.spec import trainable_weights
-    from engine.rpr.actor_critic import ActorCritic
     from engine.rpr.ppo import make_optimizers, ppo_update
-    from engine.training.loader import LoraShape
     from engine.training.memory import release_freed_memory
 
     torch.manual_seed(0)
@@ -140,19 +159,7 @@ def worker(args) -> None:
         old_logprobs="recompute" if anchor else "sampler",
         kl_coef=args.kl_coef,
     )
-    ac = ActorCritic.load(
-        trainable_weights(args.model)[0],
-        actor_adapter=None,
-        critic_adapter=None,
-        value_head=None,
-        reference="base",
-        reference_adapter=None,
-        lora=LoraShape(),
-        load_4bit=args.four_bit,
-        temperature=0.8,
-        precision=precision,
-        critic_layers=settings.critic_layers,
-    )
+    ac = fresh_actor_critic(args.model, settings, precision)
     vocab = ac.model.get_base_model().config.vocab_size
     if args.episodes_from:
         rollouts = [with_sampler_logprobs(ac, r) for r in stored_rollouts(args.episodes_from)]

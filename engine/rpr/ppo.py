@@ -130,8 +130,11 @@ def _has_sampler_logprobs(r: Rollout) -> bool:
     return len(r.sampler_logprobs) == r.action_tokens
 
 
-def _prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig) -> Prefixes:
-    return Prefixes(ac, episodes, share=settings.share_prefix, batch_tokens=settings.batch_tokens)
+def _prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig, adapter: str | None = ACTOR) -> Prefixes:
+    """How `adapter`'s passes over `episodes` run. A critic on the top layers reads cached inputs,
+    whole episodes, and shares no prefix."""
+    share = settings.share_prefix and not (adapter == CRITIC and ac.critic_start)
+    return Prefixes(ac, episodes, share=share, batch_tokens=settings.batch_tokens)
 
 
 def _critic_values(ac: ActorCritic, batch: list[_Prepared], prefix: SharedPrefix | None = None) -> list[torch.Tensor]:
@@ -141,12 +144,6 @@ def _critic_values(ac: ActorCritic, batch: list[_Prepared], prefix: SharedPrefix
     if batch[0].critic_inputs is None:
         return ac.values_many(episodes, prefix)
     return ac.values_many(episodes, inputs=[p.critic_inputs for p in batch])
-
-
-def _critic_prefixes(ac: ActorCritic, episodes: list[Episode], settings: RprConfig) -> Prefixes:
-    """A critic on the top layers reads cached inputs, whole episodes, and shares no prefix."""
-    share = settings.share_prefix and not ac.critic_start
-    return Prefixes(ac, episodes, share=share, batch_tokens=settings.batch_tokens)
 
 
 def _old_logprobs(
@@ -234,7 +231,7 @@ def _prepare(
             for p, hidden in zip(prepared, cached):
                 p.critic_inputs = hidden
         if with_values:
-            critic = _critic_prefixes(ac, inputs, settings)
+            critic = _prefixes(ac, inputs, settings, CRITIC)
             for chunk in critic.chunks():
                 some = [prepared[i] for i in chunk]
                 for p, values in zip(some, _critic_values(ac, some, critic.get(CRITIC))):
@@ -328,10 +325,7 @@ def ppo_update(
         def backward_pass(adapter: str, batch: list[_Prepared], n_tokens: int, chunk_backward: Callable) -> int:
             """One network's forward and backward over the minibatch, a chunk of episodes at a time
             and its shared prefix once; all of it before the other network's forward (see actor_critic)."""
-            episodes = [(p.ids, p.target_mask) for p in batch]
-            prefixes = (
-                _critic_prefixes(ac, episodes, settings) if adapter == CRITIC else _prefixes(ac, episodes, settings)
-            )
+            prefixes = _prefixes(ac, [(p.ids, p.target_mask) for p in batch], settings, adapter)
             prefix = prefixes.get(adapter)
             for chunk in prefixes.chunks():
                 # Between chunks too: a minibatch of long episodes on a loaded CPU takes longer than
