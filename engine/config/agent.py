@@ -20,6 +20,9 @@ class AgentSettings:
     max_reply_tokens: int  # the most tokens one reply may have ([policy] max_reply_tokens)
     temperature: float  # sampling temperature
     command_timeout_sec: float  # the most seconds one command may run ([policy] command_timeout_sec)
+    # End the episode at a reply that runs to max_reply_tokens without a usable action (RSR's
+    # attempts only: [rsr] end_on_runaway_reply); elsewhere the parse error goes back to the model.
+    end_on_runaway: bool = False
 
     def with_harness(self, harness: str) -> AgentSettings:
         return replace(self, harness=harness)
@@ -52,7 +55,14 @@ class AgentSettings:
     def for_rsr(cls, rsr: RsrConfig, policy: PolicyConfig, harness: str) -> AgentSettings:
         """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`);
         `rsr` is the round's own settings (the config's, with a request's options applied)."""
-        return cls(harness, rsr.max_turns, policy.max_reply_tokens, rsr.temperature, policy.command_timeout_sec)
+        return cls(
+            harness,
+            rsr.max_turns,
+            policy.max_reply_tokens,
+            rsr.temperature,
+            policy.command_timeout_sec,
+            end_on_runaway=rsr.end_on_runaway_reply,
+        )
 
     @classmethod
     def for_rpr(cls, rpr: RprConfig, policy: PolicyConfig) -> AgentSettings:

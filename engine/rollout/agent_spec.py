@@ -49,6 +49,7 @@ class AgentSpec:
             max_turns=self.settings.max_turns,
             max_reply_tokens=self.settings.max_reply_tokens,
             command_timeout_sec=self.settings.command_timeout_sec,
+            end_on_runaway=self.settings.end_on_runaway,
             guidance=self.guidance,
             examples=self.examples,
         )

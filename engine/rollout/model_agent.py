@@ -3,7 +3,10 @@
 The episode stops when the model says it is done, at the turn limit, when the token budget or
 the context is used up, or at the task's agent timeout. A reply that cannot be parsed is not an
 error of the run: the parse error goes back to the model as its observation and counts as a turn.
-A stop before any command has run is refused the same way (PREMATURE_STOP).
+A stop before any command has run is refused the same way (PREMATURE_STOP). With
+`end_on_runaway`, a reply that runs to the reply limit without a usable action (a code block
+never closed) ends the episode instead ("runaway_reply"): RSR's attempts count only when they
+succeed, and a model that has begun to ramble rarely recovers in the turns left.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class ModelAgent:
         max_turns: int = DEFAULT_AGENT.max_turns,
         max_reply_tokens: int = DEFAULT_AGENT.max_reply_tokens,
         command_timeout_sec: float = DEFAULT_AGENT.command_timeout_sec,
+        end_on_runaway: bool = False,
         token_budget: int = 16384,
         guidance: str | None = None,
         examples: tuple[WorkedExample, ...] = (),
@@ -66,6 +70,7 @@ class ModelAgent:
         self.max_turns = max_turns
         self.max_reply_tokens = max_reply_tokens
         self.command_timeout_sec = command_timeout_sec
+        self.end_on_runaway = end_on_runaway
         self.token_budget = token_budget
         self.guidance = guidance  # a runbook shown with the task (RSR replays)
         # Worked examples added to the system prompt (RSR explores with its own successes on
@@ -185,6 +190,9 @@ class ModelAgent:
                 self.on_step(len(run.steps) - 1, step)
             if action.done and not action.error:
                 run.stop_reason = "done"
+                break
+            if self.end_on_runaway and action.error and not action.commands and gen.finish_reason == "length":
+                run.stop_reason = "runaway_reply"
                 break
             messages.append({"role": "assistant", "content": reply})
             if buffered:
