@@ -168,3 +168,43 @@ def test_a_family_with_no_success_yet_gets_more_unaided_attempts():
     big = RsrConfig(attempts=3, min_attempts=2, target_successes=2, unsolved_family_attempts=8)
     assert wants_attempt([(False, 0.0)] * 7, big, unsolved=True) and not wants_attempt([(False, 0.0)] * 8, big, True)
     assert not wants_attempt([(True, 1.0)] * 2, big, unsolved=True)  # target reached
+
+
+def test_only_explore_attempts_end_at_a_runaway_reply(tmp_path: Path):
+    """[rsr] end_on_runaway_reply reaches explore's agents and no replay's: a replay is shown a
+    runbook and may still recover, and its successes are the round's scarcest samples."""
+    from types import SimpleNamespace
+
+    from engine.rsr.examples import ExampleIndex
+    from engine.rsr.explore import wave_jobs
+    from engine.rsr.replay import replay
+    from engine.tasks import load_task
+    from tests.conftest import write_task
+
+    task = load_task(write_task(tmp_path, "hello"))
+    asked: list[dict] = []
+
+    def agents(harness, seed, guidance=None, examples=(), max_turns=0, end_on_runaway=False):
+        asked.append({"guidance": guidance, "end_on_runaway": end_on_runaway})
+        return lambda: None
+
+    for on in (True, False):
+        asked.clear()
+        work = SimpleNamespace(settings=RsrConfig(end_on_runaway_reply=on), seed=0, round=1, agents=agents)
+        jobs, _ = wave_jobs(work, {"hello": task}, [], {}, {}, ExampleIndex({"hello": task.instruction}))
+        assert jobs and all(a["end_on_runaway"] is on for a in asked)
+
+    asked.clear()
+    runbooks = [SimpleNamespace(id="rb1", task="hello", harness="fenced-bash-turns", text="1. echo hello")]
+    ran = []
+    work = SimpleNamespace(
+        settings=RsrConfig(end_on_runaway_reply=True),
+        seed=0,
+        round=1,
+        agents=agents,
+        records=SimpleNamespace(finished=lambda phase: set(), runbooks=lambda status: runbooks),
+        progress=lambda *a: None,
+        run_jobs=lambda phase, jobs: ran.extend(jobs),
+    )
+    replay(work, {"hello": task})
+    assert ran and asked == [{"guidance": "1. echo hello", "end_on_runaway": False}]

@@ -457,11 +457,11 @@ def test_a_command_past_its_time_limit_is_stopped_and_the_model_goes_on(policy):
     assert r.stop_reason == "done" and r.success  # the next turn did the work
 
 
-def test_a_runaway_reply_ends_an_rsr_attempt_and_is_fed_back_in_evaluation(policy):
-    """A reply that runs to the reply limit without closing its code block: an RSR attempt
-    ([rsr] end_on_runaway_reply, on by default) ends there, since only a full success counts and
-    the turns after one rarely recover; an evaluation feeds the parse error back and goes on,
-    so its score is the whole episode's."""
+def test_a_runaway_reply_ends_an_explore_attempt_and_is_fed_back_elsewhere(policy):
+    """A reply that runs to the reply limit without closing its code block: an RSR explore
+    attempt ([rsr] end_on_runaway_reply, on by default) ends there, since only a full success
+    counts and the turns after one rarely recover; a replay or an evaluation feeds the parse
+    error back and goes on, so its score is the whole episode's."""
     from engine.config import AgentSettings
     from engine.rollout.agent_spec import AgentSpec
 
@@ -475,19 +475,21 @@ def test_a_runaway_reply_ends_an_rsr_attempt_and_is_fed_back_in_evaluation(polic
     rambling = "# first we look at the file\n# and then we count"
     replies = [rambling, "wc -l < /app/input.txt > /app/count.txt\n```", "DONE\n```"]
     config = Config()
-    rsr = AgentSettings.for_rsr(config.rsr, config.policy, "fenced-bash-turns")
+    replay = AgentSettings.for_rsr(config.rsr, config.policy, "fenced-bash-turns").with_turns(3)
+    explore = replay.ending_on_runaway()
     evaluation = AgentSettings.for_stage_eval(config).with_harness("fenced-bash-turns").with_turns(3)
-    assert rsr.end_on_runaway and not evaluation.end_on_runaway
+    assert explore.end_on_runaway and not replay.end_on_runaway and not evaluation.end_on_runaway
 
-    attempt = AgentSpec("model", settings=rsr.with_turns(3)).build(Rambling(policy, list(replies)))
+    attempt = AgentSpec("model", settings=explore).build(Rambling(policy, list(replies)))
     r = run_episode(load_task(EXAMPLE_TASK), attempt, config=config)
     assert r.stop_reason == "runaway_reply" and len(r.steps) == 1 and not r.success
     assert "not closed" in r.steps[0].output
 
-    scored = AgentSpec("model", settings=evaluation).build(Rambling(policy, list(replies)))
-    r = run_episode(load_task(EXAMPLE_TASK), scored, config=config)
-    assert r.stop_reason == "done" and len(r.steps) == 3 and r.success
+    for settings in (replay, evaluation):
+        agent = AgentSpec("model", settings=settings).build(Rambling(policy, list(replies)))
+        r = run_episode(load_task(EXAMPLE_TASK), agent, config=config)
+        assert r.stop_reason == "done" and len(r.steps) == 3 and r.success
 
     # A reply that closes its block is never a runaway, however long.
-    closed = AgentSpec("model", settings=rsr.with_turns(3)).build(Scripted(policy, replies[1:]))
+    closed = AgentSpec("model", settings=explore).build(Scripted(policy, replies[1:]))
     assert run_episode(load_task(EXAMPLE_TASK), closed, config=config).success

@@ -21,7 +21,7 @@ class AgentSettings:
     temperature: float  # sampling temperature
     command_timeout_sec: float  # the most seconds one command may run ([policy] command_timeout_sec)
     # End the episode at a reply that runs to max_reply_tokens without a usable action (RSR's
-    # attempts only: [rsr] end_on_runaway_reply); elsewhere the parse error goes back to the model.
+    # explore attempts only: [rsr] end_on_runaway_reply); elsewhere the parse error goes back.
     end_on_runaway: bool = False
 
     def with_harness(self, harness: str) -> AgentSettings:
@@ -29,6 +29,9 @@ class AgentSettings:
 
     def with_turns(self, max_turns: int) -> AgentSettings:
         return replace(self, max_turns=max_turns)
+
+    def ending_on_runaway(self, on: bool = True) -> AgentSettings:
+        return replace(self, end_on_runaway=on)
 
     @classmethod
     def for_eval(cls, config: Config) -> AgentSettings:
@@ -55,14 +58,7 @@ class AgentSettings:
     def for_rsr(cls, rsr: RsrConfig, policy: PolicyConfig, harness: str) -> AgentSettings:
         """An RSR round's explore attempts and replays under `harness` (one of its `harnesses`);
         `rsr` is the round's own settings (the config's, with a request's options applied)."""
-        return cls(
-            harness,
-            rsr.max_turns,
-            policy.max_reply_tokens,
-            rsr.temperature,
-            policy.command_timeout_sec,
-            end_on_runaway=rsr.end_on_runaway_reply,
-        )
+        return cls(harness, rsr.max_turns, policy.max_reply_tokens, rsr.temperature, policy.command_timeout_sec)
 
     @classmethod
     def for_rpr(cls, rpr: RprConfig, policy: PolicyConfig) -> AgentSettings:

@@ -129,10 +129,11 @@ class RsrConfig(_Section):
     # unaided attempts (0: the same as any task), with `unsolved_family_turns` turns (0: max_turns).
     unsolved_family_attempts: int = Field(0, ge=0, le=64)
     unsolved_family_turns: int = Field(0, ge=0, le=200)
-    # An attempt (explore or replay) ends at a reply that runs to [policy] max_reply_tokens without
-    # a usable action: a code block never closed. Only a full success counts here, and the turns
-    # after such a reply had cost 16% of explore's generation time and recovered no success of
-    # the 107 in seed 0's two rounds (docs/results.md). Evaluation and RPR keep every turn.
+    # An explore attempt ends at a reply that runs to [policy] max_reply_tokens without a usable
+    # action: a code block never closed. Only a full success counts there, and the turns after
+    # such a reply had cost 16% of explore's generation time and recovered no success of the 107
+    # in seed 0's two rounds (docs/results.md). Replays (1 of 11 successes came after one),
+    # evaluation and RPR keep every turn.
     end_on_runaway_reply: bool = True
     # What system prompt an SFT sample carries: the one the replay ran with ("as-run"), or the
     # harness's without worked examples ("bare"; evaluate the result under fenced-bash-bare).

@@ -5,8 +5,8 @@ the context is used up, or at the task's agent timeout. A reply that cannot be p
 error of the run: the parse error goes back to the model as its observation and counts as a turn.
 A stop before any command has run is refused the same way (PREMATURE_STOP). With
 `end_on_runaway`, a reply that runs to the reply limit without a usable action (a code block
-never closed) ends the episode instead ("runaway_reply"): RSR's attempts count only when they
-succeed, and a model that has begun to ramble rarely recovers in the turns left.
+never closed) ends the episode instead ("runaway_reply"): RSR's explore attempts count only when
+they succeed, and a model that has begun to ramble rarely recovers in the turns left.
 """
 
 from __future__ import annotations

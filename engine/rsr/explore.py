@@ -104,7 +104,13 @@ def wave_jobs(
             key = ExploreKey(name, harness, len(tried), len(tried) >= settings.min_attempts and bool(shown))
             seed = explore_seed(work.seed, work.round, h_index, key.attempt, name)
             turns = settings.unsolved_family_turns if cold and len(tried) >= settings.min_attempts else 0
-            agent = work.agents(harness, seed, examples=shown if key.aided else (), max_turns=turns)
+            agent = work.agents(
+                harness,
+                seed,
+                examples=shown if key.aided else (),
+                max_turns=turns,
+                end_on_runaway=settings.end_on_runaway_reply,
+            )
             jobs.append((str(key), EpisodeJob(task, agent, attempt=key.attempt)))
             aided += key.aided
     return jobs, aided

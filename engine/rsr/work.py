@@ -70,10 +70,13 @@ class RoundWork:
         guidance: str | None = None,
         examples: tuple[WorkedExample, ...] = (),
         max_turns: int = 0,
+        end_on_runaway: bool = False,
     ) -> SpecAgentFactory:
         """Model agents of the round's policy under `harness`, as explore attempts and replays act
-        (with `max_turns` turns instead of the round's when it is not 0)."""
+        (with `max_turns` turns instead of the round's when it is not 0, ending at a runaway reply
+        with `end_on_runaway`)."""
         settings = AgentSettings.for_rsr(self.settings, self.config.policy, harness)
         if max_turns:
             settings = settings.with_turns(max_turns)
+        settings = settings.ending_on_runaway(end_on_runaway)
         return model_agents(self.model, self.policy, settings, seed=seed, guidance=guidance, examples=examples)
