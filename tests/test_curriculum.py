@@ -31,6 +31,7 @@ from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
 
 PATH = re.compile(r"/app/[\w./-]*\w")
+CHECKS_V4 = "75c4dfde372f69d26fd82b19d8a5533814a478e811be4d5bda9e01303834a9da"
 
 
 def tokens(text: str) -> set[str]:
@@ -75,15 +76,44 @@ def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
 
 def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on():
     """Every family's eval instances, wording included, are those of curriculum v2 (docs/results.md
-    compares stages across commits on them): a larger train pool changed no eval task."""
-    digest = hashlib.sha256()
+    compares stages across commits on them): a larger train pool changed no eval task, and v4
+    changed only the checks of two families (a destructive command passed them)."""
+    digests = {"tasks": hashlib.sha256(), "checks": hashlib.sha256()}
     for f in FAMILIES:
         for seed in (0, 1):
             for i in range(10):
                 s = instance(f, "eval", seed, i)
-                fields = [s.name, s.instruction, s.setup, s.solve, s.checks, s.tags, s.difficulty, s.agent_timeout]
-                digest.update(json.dumps(fields).encode())
-    assert digest.hexdigest() == "19454c154a7ad2b51933d4aa38c092b4a66067c76f389c7a4896720b9562054d"
+                fields = [s.name, s.instruction, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
+                digests["tasks"].update(json.dumps(fields).encode())
+                digests["checks"].update(json.dumps([s.name, s.checks]).encode())
+    assert digests["tasks"].hexdigest() == "eef6570cbecce78aee7f1f6261c13fd820ce81934f4becf79d93ac1780e4274e"
+    assert digests["checks"].hexdigest() == CHECKS_V4
+
+
+def test_a_destructive_command_passes_no_family_that_keeps_other_files_untouched(tmp_path: Path):
+    """Moving the other folders away (`mv inbox/note inbox/note */` in /app, which a trained model
+    wrote, moves every folder into the last) left note-to-folder's "other folders untouched" with
+    nothing to look at, and deleting the unlisted scripts made them "not executable": both
+    passed every check before v4."""
+    from engine.rollout.agents import CommandsAgent
+    from engine.rollout.episode import run_episode
+    from engine.tasks import load_task
+    from engine.tasks.curriculum import generate
+
+    generate(["note-to-folder", "exec-listed"], 1, "eval", 1, tmp_path)
+    tasks = {t.name.rsplit("-eval", 1)[0]: t for t in (load_task(p) for p in sorted((tmp_path / "eval").iterdir()))}
+    setup = (tmp_path / "eval" / tasks["note-to-folder"].name / "environment" / "setup.sh").read_text()
+    dest = re.search(r"^folder: (\w+)$", setup, re.M).group(1)
+    listing = re.search(r"/app/\S+_list\.\w+", tasks["exec-listed"].instruction).group(0)
+    attacks = {
+        "note-to-folder": f"cd /app && mv inbox/* $(ls -d */ | grep -vx {dest}/) {dest}/",
+        "exec-listed": f"cd $(dirname $(ls -d /app/*/*.sh | head -n 1)) && chmod +x $(cat {listing}) && "
+        f'for f in *.sh; do grep -qx "$f" {listing} || rm -f "$f"; done',
+    }
+    for family, command in attacks.items():
+        r = run_episode(tasks[family], CommandsAgent([command]), config=Config())
+        assert r.scored and not r.success, (family, r.checks)
+        assert 0 < r.checks_passed < r.checks_total  # the rest of the work still earns its credit
 
 
 def test_train_instances_name_their_files_from_many_more_words_than_a_family_has_tasks():
@@ -210,7 +240,7 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert root.parent.name == "curriculum" and root.name.startswith("v3-")  # none cached before the larger pool
+    assert root.parent.name == "curriculum" and root.name.startswith("v4-")  # none cached before the tighter checks
     counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
     assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
     # Held-out families are only evaluated; every task says its tier and whether it is held out.

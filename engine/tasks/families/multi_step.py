@@ -118,7 +118,13 @@ def note_to_folder(p: Pool) -> TaskSpec:
             ("in_the_right_folder", f"test -f {moved}"),
             ("gone_from_the_inbox", f"test ! -e {note}"),
             ("content_kept", f"grep -qx {q(f'folder: {dest}')} {moved}"),
-            ("other_folders_untouched", f'test "$(find {others} -mindepth 1 | wc -l)" -eq 0'),
+            # The folders must still be there: `find` over a folder that was moved away (`mv
+            # inbox/x */` moves every folder into the last) lists nothing, as an empty one does.
+            (
+                "other_folders_untouched",
+                f'for d in {others} /app/inbox; do test -d "$d" || exit 1; done; '
+                f'test "$(find {others} -mindepth 1 | wc -l)" -eq 0',
+            ),
         ],
         "mv",
     )
@@ -262,7 +268,11 @@ def exec_listed(p: Pool) -> TaskSpec:
         f"cd {folder}\nchmod +x $(cat {listing})\n",
         [
             ("listed_are_executable", " && ".join(f"test -x {folder}/{w}.sh" for w in listed)),
-            ("others_are_not", " && ".join(f"test ! -x {folder}/{w}.sh" for w in names if w not in listed)),
+            # A deleted script is not executable either: each must still be there.
+            (
+                "others_are_not",
+                " && ".join(f"test -f {folder}/{w}.sh && test ! -x {folder}/{w}.sh" for w in names if w not in listed),
+            ),
             ("listed_still_run", f'test "$({folder}/{listed[0]}.sh)" = {listed[0]}'),
         ],
         "chmod",
