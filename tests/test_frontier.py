@@ -208,3 +208,65 @@ def test_only_explore_attempts_end_at_a_runaway_reply(tmp_path: Path):
     )
     replay(work, {"hello": task})
     assert ran and asked == [{"guidance": "1. echo hello", "end_on_runaway": False}]
+
+
+def test_a_family_first_solved_on_its_last_attempt_is_shown_to_its_other_tasks(tmp_path: Path):
+    """[rsr] family_followup_attempts: a family's first success often comes on the last attempt
+    its tasks get, after which no other task of it was ever shown that success. With follow-ups
+    each of them gets that many more attempts, shown worked examples, past its cap; then stops."""
+    from types import SimpleNamespace
+
+    from engine.keys import ExploreKey
+    from engine.rollout.harnesses import WorkedExample
+    from engine.rsr.examples import ExampleIndex
+    from engine.rsr.explore import wave_jobs
+    from engine.rsr.records import ExploreAttempt
+    from engine.tasks import load_task
+    from tests.conftest import write_task
+
+    tasks = {n: load_task(write_task(tmp_path, n)) for n in ("count-1", "count-2", "count-3")}
+    index = ExampleIndex({n: t.instruction for n, t in tasks.items()})
+    pool = {"count-1": WorkedExample(tasks["count-1"].instruction, (("echo hello > /app/out.txt", ""),))}
+    shown: list[tuple] = []
+
+    def agents(harness, seed, guidance=None, examples=(), max_turns=0, end_on_runaway=False):
+        shown.append(examples)
+        return lambda: None
+
+    def stored(name: str, n: int, ok: bool = False) -> ExploreAttempt:
+        key = ExploreKey(name, "h", n, aided=n >= 2)
+        return ExploreAttempt(str(key), key, f"e-{name}-{n}", ok, 1.0 if ok else 0.0)
+
+    # Every task of the family used its 4 attempts (2 unaided, then 2 shown other families'
+    # successes); count-1's last one passed.
+    attempts = [stored(n, i, ok=(n, i) == ("count-1", 3)) for n in tasks for i in range(4)]
+
+    def wave(followups: int, tried: list[ExploreAttempt]) -> list[ExploreKey]:
+        settings = RsrConfig(
+            attempts=3, min_attempts=2, target_successes=2, unsolved_family_attempts=4, harnesses=["h"]
+        ).model_copy(update={"family_followup_attempts": followups})
+        work = SimpleNamespace(settings=settings, seed=0, round=1, agents=agents)
+        jobs, _ = wave_jobs(work, tasks, tried, {}, pool, index)
+        return [ExploreKey.parse(key) for key, _ in jobs]
+
+    assert wave(0, attempts) == []  # without follow-ups nobody is ever shown count-1's success
+    shown.clear()
+    first = wave(2, attempts)
+    assert sorted((k.task, k.attempt, k.aided) for k in first) == [("count-2", 4, True), ("count-3", 4, True)]
+    assert all(examples and examples[-1].instruction == tasks["count-1"].instruction for examples in shown)
+    second = wave(2, attempts + [stored(k.task, k.attempt) for k in first])
+    assert sorted((k.task, k.attempt) for k in second) == [("count-2", 5), ("count-3", 5)]
+    done = attempts + [stored(k.task, k.attempt) for k in first + second]
+    assert wave(2, done) == []  # owed two, given two
+    # A task that passed on a follow-up has its own success: it is owed nothing more.
+    passed = attempts + [stored("count-2", 4, ok=True), stored("count-3", 4)]
+    assert [(k.task, k.attempt) for k in wave(2, passed)] == [("count-3", 5)]
+
+
+def test_follow_ups_go_past_the_cap_only_for_a_pair_without_a_success_that_is_shown_examples():
+    settings = RsrConfig(attempts=3, min_attempts=2, target_successes=2)
+    used = [(False, 0.0)] * 3
+    assert not wants_attempt(used, settings, examples=True)
+    assert wants_attempt(used, settings, examples=True, followups=1)
+    assert not wants_attempt(used, settings, examples=False, followups=1)  # nothing to show it
+    assert not wants_attempt(used + [(True, 1.0)], settings, examples=True, followups=1)  # it has one

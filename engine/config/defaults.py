@@ -82,6 +82,7 @@ samples_per_family = @     # ... and per task family (the curriculum's `family`,
 teach_stop = @             # an SFT sample ends with the harness's stop reply (DONE) after its verified steps
 unsolved_family_attempts = @  # while a family has no success in the round: unaided attempts per task (0: off)
 unsolved_family_turns = @  # ... with this many turns after the first min_attempts (0: max_turns)
+family_followup_attempts = @  # once a family has a success: attempts its other tasks are shown it on, at least (0: off)
 end_on_runaway_reply = @   # an explore attempt ends at a reply that runs to max_reply_tokens without an action
 
 [rsr.sft]                  # QLoRA

@@ -129,6 +129,11 @@ class RsrConfig(_Section):
     # unaided attempts (0: the same as any task), with `unsolved_family_turns` turns (0: max_turns).
     unsolved_family_attempts: int = Field(0, ge=0, le=64)
     unsolved_family_turns: int = Field(0, ge=0, le=200)
+    # Once a family has a success in the round, each of its tasks without one is shown worked
+    # examples (that success among them) on at least this many attempts after it, past
+    # `attempts` where it must be (0: off). A family's first success often comes on the last
+    # attempt its tasks had; shown it, the others then pass 60% of the time (docs/results.md).
+    family_followup_attempts: int = Field(0, ge=0, le=64)
     # An explore attempt ends at a reply that runs to [policy] max_reply_tokens without a usable
     # action: a code block never closed. Only a full success counts there, and the turns after
     # such a reply had cost 16% of explore's generation time and recovered no success of the 107

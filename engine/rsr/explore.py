@@ -8,7 +8,10 @@ the most similar other tasks (engine/rsr/examples.py); without any, a pair conti
 showed it can get somewhere (a success, or partial credit above the nop floor). While a family
 has no success in the round, its tasks go on unaided up to `unsolved_family_attempts`, with
 `unsolved_family_turns` turns after the first `min_attempts`: where nothing works yet, a first
-success is worth the most, and a model that may look around first finds more. Each wave is
+success is worth the most, and a model that may look around first finds more. Once a family
+has a success, each of its tasks without one is shown it on `family_followup_attempts`
+attempts, past its cap if it had used its attempts before: a first success that came on a
+family's last attempt would otherwise never reach its other tasks. Each wave is
 planned from the stored outcomes alone, so a resumed round plans exactly what an uninterrupted
 one would have.
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.config import RsrConfig
 from engine.keys import ExploreKey, explore_seed
 from engine.rollout.harnesses import WorkedExample
 from engine.rollout.runner import EpisodeJob
@@ -91,15 +95,19 @@ def wave_jobs(
 ) -> tuple[Jobs, int]:
     """The next wave's jobs, task by task and harness by harness, and how many of them are aided."""
     settings = work.settings
-    outcomes = {pair: [(a.success, a.reward) for a in tried] for pair, tried in by_pair(attempts).items()}
+    pairs = by_pair(attempts)
+    outcomes = {pair: [(a.success, a.reward) for a in tried] for pair, tried in pairs.items()}
     unsolved = unsolved_families(tasks, attempts) if settings.unsolved_family_attempts else set()
+    firsts = first_successes(tasks, attempts) if settings.family_followup_attempts else {}
     jobs, aided = [], 0
     for name, task in tasks.items():
         shown = index.nearest(name, pool, settings.examples) if pool else ()
         cold = family_of(task) in unsolved
         for h_index, harness in enumerate(settings.harnesses):
             tried = outcomes.get((name, harness), [])
-            if not wants_attempt(tried, settings, floors.get(name, 0.0), examples=bool(shown), unsolved=cold):
+            owed = followups_owed(pairs.get((name, harness), []), firsts.get(family_of(task)), settings)
+            floor = floors.get(name, 0.0)
+            if not wants_attempt(tried, settings, floor, examples=bool(shown), unsolved=cold, followups=owed):
                 continue
             key = ExploreKey(name, harness, len(tried), len(tried) >= settings.min_attempts and bool(shown))
             seed = explore_seed(work.seed, work.round, h_index, key.attempt, name)
@@ -120,6 +128,29 @@ def unsolved_families(tasks: dict[str, Task], attempts: list[ExploreAttempt]) ->
     """The families of `tasks` none of whose tasks has an explore success in the round yet."""
     solved = {family_of(tasks[a.key.task]) for a in attempts if a.success and a.key.task in tasks}
     return {family_of(task) for task in tasks.values()} - solved
+
+
+def first_successes(tasks: dict[str, Task], attempts: list[ExploreAttempt]) -> dict[str, int]:
+    """family -> the lowest attempt number at which one of its tasks passed in the round. Every
+    pair takes its attempts one wave at a time, so a pair's attempts numbered above it ran in a
+    later wave than that success (or with it, never before), and were shown it where aided."""
+    firsts: dict[str, int] = {}
+    for a in attempts:
+        if a.success and a.key.task in tasks:
+            family = family_of(tasks[a.key.task])
+            firsts[family] = min(firsts.get(family, a.key.attempt), a.key.attempt)
+    return firsts
+
+
+def followups_owed(tried: list[ExploreAttempt], first: int | None, settings: RsrConfig) -> int:
+    """How many more attempts a pair is owed, shown worked examples, now that its family has a
+    success (first found at attempt `first`): `family_followup_attempts`, less its aided attempts
+    numbered after that one. A family's first success often comes on the last attempt its tasks
+    had, so without this no other task of the family is ever shown it."""
+    if first is None or not settings.family_followup_attempts:
+        return 0
+    shown = sum(1 for a in tried if a.key.aided and a.key.attempt > first)
+    return max(0, settings.family_followup_attempts - shown)
 
 
 def nop_floors(work: RoundWork, tasks: dict[str, Task]) -> dict[str, float]:

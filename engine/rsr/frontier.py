@@ -35,15 +35,24 @@ class PassEstimate:
 
 
 def wants_attempt(
-    tried: list[Attempt], settings: RsrConfig, floor: float = 0.0, examples: bool = False, unsolved: bool = False
+    tried: list[Attempt],
+    settings: RsrConfig,
+    floor: float = 0.0,
+    examples: bool = False,
+    unsolved: bool = False,
+    followups: int = 0,
 ) -> bool:
     """Another attempt for a (task, harness) pair? Every pair gets `min_attempts`; then pairs that
     can be shown worked examples (verified successes on similar tasks: `examples`) continue, and
     so do pairs that showed they can get somewhere (a success, or partial credit above `floor`,
     what doing nothing earns on the task), until `target_successes` or `attempts`. A pair whose
     task's family has no success in the round yet (`unsolved`) goes on unaided up to
-    `unsolved_family_attempts`: a first success there is worth more than another anywhere else."""
+    `unsolved_family_attempts`: a first success there is worth more than another anywhere else.
+    A pair with no success of its own that is owed `followups` (attempts shown its family's
+    success, which came after it had used its own) goes on, shown worked examples, past any cap."""
     successes = sum(ok for ok, _ in tried)
+    if followups > 0 and examples and successes == 0:
+        return True
     cap = max(settings.attempts, settings.unsolved_family_attempts) if unsolved else settings.attempts
     if len(tried) >= cap or successes >= settings.target_successes:
         return False
