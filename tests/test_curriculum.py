@@ -31,7 +31,7 @@ from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
 
 PATH = re.compile(r"/app/[\w./-]*\w")
-CHECKS_V4 = "75c4dfde372f69d26fd82b19d8a5533814a478e811be4d5bda9e01303834a9da"
+CHECKS_V5 = "0b9e716f725064390a81612980a1243251829f681bc057e357710b1c75164831"
 
 
 def tokens(text: str) -> set[str]:
@@ -60,24 +60,24 @@ def test_the_tiers_and_the_held_out_families():
 
 
 def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
-    """Only the wording of an instruction varies: files, words, numbers, solutions and checks of
-    the 17 one-step families are exactly what they were (digest taken when the train pool grew
-    to 141 words, curriculum v3; before it, the same held with the 16-word pool and phrasings)."""
+    """Only the wording of an instruction varies: files, words, numbers and solutions of the 17
+    one-step families are exactly what they were (digest taken when curriculum v5 tightened their
+    checks; the same held from the 16-word pool and phrasings through v4, checks included)."""
     digest = hashlib.sha256()
     for f in one_command.FAMILIES:
         for split in ("train", "eval"):
             for seed in (0, 1):
                 for i in range(10):
                     s = instance(f, split, seed, i)
-                    fields = [s.name, s.setup, s.solve, s.checks, s.tags, s.difficulty, s.agent_timeout]
+                    fields = [s.name, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
                     digest.update(json.dumps(fields).encode())
-    assert digest.hexdigest() == "c1b8b4b5fbf0497831c0319396b04d76e02c56a71bfec5baf4873eb98951b1ec"
+    assert digest.hexdigest() == "c702a670c62f4e41a28c95df8d2207168a1f810cd8c8d93dc5435bd19b300840"
 
 
 def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on():
     """Every family's eval instances, wording included, are those of curriculum v2 (docs/results.md
-    compares stages across commits on them): a larger train pool changed no eval task, and v4
-    changed only the checks of two families (a destructive command passed them)."""
+    compares stages across commits on them): a larger train pool changed no eval task, and v4 and
+    v5 changed only checks (commands that broke the task passed them)."""
     digests = {"tasks": hashlib.sha256(), "checks": hashlib.sha256()}
     for f in FAMILIES:
         for seed in (0, 1):
@@ -87,7 +87,7 @@ def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on(
                 digests["tasks"].update(json.dumps(fields).encode())
                 digests["checks"].update(json.dumps([s.name, s.checks]).encode())
     assert digests["tasks"].hexdigest() == "eef6570cbecce78aee7f1f6261c13fd820ce81934f4becf79d93ac1780e4274e"
-    assert digests["checks"].hexdigest() == CHECKS_V4
+    assert digests["checks"].hexdigest() == CHECKS_V5
 
 
 def test_a_destructive_command_passes_no_family_that_keeps_other_files_untouched(tmp_path: Path):
@@ -114,6 +114,47 @@ def test_a_destructive_command_passes_no_family_that_keeps_other_files_untouched
         r = run_episode(tasks[family], CommandsAgent([command]), config=Config())
         assert r.scored and not r.success, (family, r.checks)
         assert 0 < r.checks_passed < r.checks_total  # the rest of the work still earns its credit
+
+
+def solution_of(family: str) -> str:
+    """The reference solution of the eval instance `generate([family], 1, "eval", 1, ...)` writes."""
+    return instance(family, "eval", 1, 0).solve.strip()
+
+
+# Commands that break the task and passed every check before curriculum v5 (an audit by a hostile
+# reading of every family's checks): each is the family's own solution, bent.
+BROKEN = {
+    "copy-file": lambda s: s.replace("cp ", "ln -s ", 1),  # a link, not a copy
+    "log-with-host": lambda s: s.replace("cp ", "ln ", 1),  # a hard link: one file, two names
+    "move-file": lambda s: re.sub(r"mv (\S+) (\S+)", r"head -n 1 \1 > \2 && rm \1", s),  # two lines lost
+    "sort-file": lambda s: re.sub(r"sort (\S+) > (\S+)", r"sort -o \1 \1 && cp \1 \2", s),  # input sorted in place
+    "grep-lines": lambda s: s.replace("grep ", "grep -o ", 1),  # the word, not the lines
+    "sed-replace": lambda s: re.sub(r"s/(\w+)/(\w+)/g", r"s/^\1 .*/\2/", s),  # the numbers thrown away
+    "count-lines": lambda s: re.sub(r"< (\S+) > (\S+)", r"< \1 > \2 \&\& rm \1", s),  # the input deleted
+    "make-executable": lambda s: s.replace("chmod +x", "chmod 777"),  # writable by anyone
+    "threshold-filter": lambda s: s.replace("'$2 > t'", "'$2 > t {print \"x\", $2}'"),  # other lines, right numbers
+}
+
+
+def test_commands_that_break_the_task_pass_no_family(tmp_path: Path):
+    """Each family's solution still passes every check, and the same solution bent (a link for a
+    copy, the input rewritten, part of the output or of a moved file lost, `chmod 777`) passes
+    none of its tasks: such a success would be trained on. The rest earns partial credit."""
+    from engine.rollout.agents import CommandsAgent
+    from engine.rollout.episode import run_episode
+    from engine.tasks import load_task
+    from engine.tasks.curriculum import generate
+
+    generate(list(BROKEN), 1, "eval", 1, tmp_path)
+    tasks = {t.name.rsplit("-eval", 1)[0]: t for t in (load_task(p) for p in sorted((tmp_path / "eval").iterdir()))}
+    for family, bend in BROKEN.items():
+        solution = solution_of(family)
+        assert bend(solution) != solution, family
+        right = run_episode(tasks[family], CommandsAgent(solution.splitlines()), config=Config())
+        assert right.success, (family, right.checks)
+        broken = run_episode(tasks[family], CommandsAgent(bend(solution).splitlines()), config=Config())
+        assert broken.scored and not broken.success, (family, bend(solution), broken.checks)
+        assert 0 < broken.checks_passed < broken.checks_total, family
 
 
 def test_train_instances_name_their_files_from_many_more_words_than_a_family_has_tasks():
@@ -240,7 +281,7 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert root.parent.name == "curriculum" and root.name.startswith("v4-")  # none cached before the tighter checks
+    assert root.parent.name == "curriculum" and root.name.startswith("v5-")  # none cached before the tighter checks
     counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
     assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
     # Held-out families are only evaluated; every task says its tier and whether it is held out.

@@ -178,9 +178,10 @@ def materialize(spec: str, cache_dir: Path) -> Path | None:
         return None
     train, evaluation = counts
     # v2: multi-step and held-out families, phrasings; v3: the larger train word pool; v4:
-    # note-to-folder and exec-listed checks that a destructive command no longer passes. A
-    # suite cached before a change is never reused.
-    root = Path(cache_dir) / "curriculum" / f"v4-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
+    # note-to-folder and exec-listed checks that a destructive command no longer passes; v5:
+    # checks that compare whole files (inputs kept, outputs, moved files), refuse a link for a
+    # copy and a write permission nobody asked for. A suite cached before a change is never reused.
+    root = Path(cache_dir) / "curriculum" / f"v5-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
     if root.is_dir():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)

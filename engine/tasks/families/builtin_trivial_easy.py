@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+from engine.tasks.families.pools import holds, own_copy
 from engine.tasks.families.registry import Draw, Families
 from engine.tasks.spec import WORDS, TaskSpec, q
 
@@ -104,7 +105,8 @@ def copy_file(draw: Draw) -> TaskSpec:
         checks=[
             ("copy_exists", f"test -f {dst}"),
             ("copy_identical", f"cmp -s {src} {dst}"),
-            ("original_kept", f'test -f {src} && test "$(wc -l < {src})" -eq {content.count(chr(10))}'),
+            ("a_copy_of_its_own", own_copy(dst, src)),  # a link passed the two above
+            ("original_kept", holds(src, content.splitlines())),
         ],
         difficulty="trivial",
         category="file-operations",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from engine.tasks.families.multi_step import multi_spec
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import Pool, heredoc, task_spec
+from engine.tasks.families.pools import Pool, heredoc, holds, line_count, task_spec
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, q
 
@@ -37,7 +37,7 @@ def make_symlink(p: Pool) -> TaskSpec:
             ("is_a_link", f"test -L {link}"),
             ("points_to_the_target", f'test "$(readlink -f {link})" = {target}'),
             ("reads_the_target", f'test "$(head -n 1 {link})" = {q(lines[0])}'),
-            ("target_kept", f"test -f {target} && test ! -L {target}"),
+            ("target_kept", holds(target, lines)),
         ],
         "ln",
     )
@@ -64,7 +64,7 @@ def config_value(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"value_is_{values[k]}", f'test "$(tr -d "[:space:]" < {out})" = {values[k]}'),
-            ("config_kept", f'test "$(wc -l < {conf})" -eq {n}'),
+            ("config_kept", holds(conf, [f"{key}={v}" for key, v in zip(keys, values)])),
         ],
         "grep",
     )
@@ -93,7 +93,7 @@ def json_field(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"value_is_{values[k]}", f'test "$(tr -d "[:space:]" < {out})" = {values[k]}'),
-            ("json_kept", f'test "$(wc -l < {doc})" -eq {n + 2}'),
+            ("json_kept", holds(doc, body)),
         ],
         "sed",
     )
@@ -106,11 +106,12 @@ def archive_matching(p: Pool) -> TaskSpec:
     names, fillers = names[:n], names[n:]
     folder, archive, ext = f"/app/{folder}", f"/app/{archive}.tar.gz", p.ext()
     matching = p.rng.sample(names, p.rng.randint(2, 3))
-    setup = f"mkdir -p {folder}\n"
+    setup, written = f"mkdir -p {folder}\n", {}
     for w in names:
         lines = [f"{p.rng.choice(fillers)} {p.number()}" for _ in range(3)]
         if w in matching:
             lines[p.rng.randrange(3)] = f"{word} {p.number()}"
+        written[f"{folder}/{w}.{ext}"] = lines
         setup += heredoc(f"{folder}/{w}.{ext}", lines)
     listed = f"tar -tzf {archive}"
     return multi_spec(
@@ -133,7 +134,11 @@ def archive_matching(p: Pool) -> TaskSpec:
                 + "|".join(w for w in names if w not in matching)
                 + f")[.]{ext}$'",
             ),
-            ("files_kept", f'test "$(ls {folder} | wc -l)" -eq {n}'),
+            (
+                "files_kept",
+                " && ".join(holds(path, lines) for path, lines in written.items())
+                + f' && test "$(ls {folder} | wc -l)" -eq {n}',
+            ),
         ],
         "tar",
     )
@@ -146,11 +151,11 @@ def newest_file(p: Pool) -> TaskSpec:
     folder, dest, ext = f"/app/{folder}", f"/app/{dest}", p.ext()
     days = p.numbers(n)  # modified that many days into 2024
     newest = names[days.index(max(days))]
-    setup = f"mkdir -p {folder} {dest}\n"
+    setup, written = f"mkdir -p {folder} {dest}\n", {}
     for w, day in zip(names, days):
         path = f"{folder}/{w}.{ext}"
-        setup += heredoc(path, p.lines(2)) + f"touch -d '2024-01-01 12:00 UTC +{day} days' {path}\n"
-    others = [f"{folder}/{w}.{ext}" for w in names if w != newest]
+        written[w] = p.lines(2)
+        setup += heredoc(path, written[w]) + f"touch -d '2024-01-01 12:00 UTC +{day} days' {path}\n"
     return multi_spec(
         p,
         phrase(
@@ -162,9 +167,9 @@ def newest_file(p: Pool) -> TaskSpec:
         setup,
         f'f=$(ls -t {folder} | head -n 1)\nmv {folder}/"$f" {dest}/\n',
         [
-            ("newest_moved", f"test -f {dest}/{newest}.{ext}"),
+            ("newest_moved", holds(f"{dest}/{newest}.{ext}", written[newest])),
             ("gone_from_the_folder", f"test ! -e {folder}/{newest}.{ext}"),
-            ("others_stay", " && ".join(f"test -f {o}" for o in others)),
+            ("others_stay", " && ".join(holds(f"{folder}/{w}.{ext}", written[w]) for w in names if w != newest)),
             ("only_one_moved", f'test "$(ls -A {dest} | wc -l)" -eq 1'),
         ],
         "mv",
@@ -192,10 +197,10 @@ def head_from_config(p: Pool) -> TaskSpec:
         f"n=$(grep '^lines=' {conf} | cut -d= -f2)\nhead -n \"$n\" {data} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
-            (f"has_{count}_lines", f'test "$(wc -l < {out})" -eq {count}'),
+            (f"has_{count}_lines", f'test "{line_count(out)}" -eq {count}'),
             ("first_line", f'test "$(head -n 1 {out})" = {q(lines[0])}'),
-            ("last_line", f'test "$(tail -n 1 {out})" = {q(lines[count - 1])}'),
-            ("data_kept", f'test "$(wc -l < {data})" -eq {len(lines)}'),
+            (f"the_first_{count}_lines", holds(out, lines[:count])),
+            ("data_kept", f"{holds(data, lines)} && {holds(conf, settings)}"),
         ],
         "head",
     )

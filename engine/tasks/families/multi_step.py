@@ -12,9 +12,18 @@ Only bash, coreutils, grep, sed, awk, find and tar are used: no python3, no jq.
 from __future__ import annotations
 
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import NUMBER_RANGES, Pool, heredoc, task_spec
+from engine.tasks.families.pools import (
+    NUMBER_RANGES,
+    Pool,
+    heredoc,
+    holds,
+    line_count,
+    no_write_added,
+    own_copy,
+    task_spec,
+)
 from engine.tasks.families.registry import Families
-from engine.tasks.spec import TaskSpec, q
+from engine.tasks.spec import TaskSpec
 
 # Declaration order is the order `trsi-tui tasks generate --family all` writes them in.
 FAMILIES = Families(Pool)
@@ -54,7 +63,12 @@ def log_with_host(p: Pool) -> TaskSpec:
             ("copy_exists", f"test -f {dst}"),
             ("mentions_the_host", f"grep -qw {host} {dst}"),
             ("is_the_right_log", f"cmp -s {found} {dst}"),
-            ("logs_kept", f'test -f {found} && test "$(ls /app/logs | wc -l)" -eq {n}'),
+            ("a_copy_of_its_own", own_copy(dst, found)),
+            (
+                "logs_kept",
+                " && ".join(holds(path, lines) for path, lines in logs.items())
+                + f' && test "$(ls /app/logs | wc -l)" -eq {n}',
+            ),
         ],
         "grep",
     )
@@ -86,9 +100,10 @@ def threshold_filter(p: Pool) -> TaskSpec:
         f"limit=$(grep '^limit=' {conf} | cut -d= -f2)\nawk -v t=\"$limit\" '$2 > t' {data} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
-            (f"has_{above}_lines", f'test "$(wc -l < {out})" -eq {above}'),
+            (f"has_{above}_lines", f'test "{line_count(out)}" -eq {above}'),
             ("all_above_the_limit", f"test -f {out} && awk '$2 <= {limit} {{bad = 1}} END {{exit bad}}' {out}"),
-            ("data_kept", f'test "$(wc -l < {data})" -eq {len(rows)}'),
+            ("the_lines_above", holds(out, [row for row, v in zip(rows, values) if v > limit])),
+            ("data_kept", f"{holds(data, rows)} && {holds(conf, settings)}"),
         ],
         "awk",
     )
@@ -117,7 +132,7 @@ def note_to_folder(p: Pool) -> TaskSpec:
         [
             ("in_the_right_folder", f"test -f {moved}"),
             ("gone_from_the_inbox", f"test ! -e {note}"),
-            ("content_kept", f"grep -qx {q(f'folder: {dest}')} {moved}"),
+            ("content_kept", holds(moved, text)),
             # The folders must still be there: `find` over a folder that was moved away (`mv
             # inbox/x */` moves every folder into the last) lists nothing, as an empty one does.
             (
@@ -181,7 +196,12 @@ def largest_file(p: Pool) -> TaskSpec:
         [
             ("copy_exists", f"test -f {out}"),
             ("is_the_largest", f"cmp -s {largest} {out}"),
-            ("folder_kept", f'test -f {largest} && test "$(ls {folder} | wc -l)" -eq {n}'),
+            ("a_copy_of_its_own", own_copy(out, largest)),
+            (
+                "folder_kept",
+                " && ".join(holds(f"{folder}/{w}.{ext}", c) for w, c in zip(names, contents))
+                + f' && test "$(ls {folder} | wc -l)" -eq {n}',
+            ),
         ],
         "ls",
     )
@@ -209,7 +229,7 @@ def csv_lookup(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"amount_is_{amounts[k]}", f'test "$(tr -d "[:space:]" < {out})" = {amounts[k]}'),
-            ("table_kept", f'test "$(wc -l < {table})" -eq {n + 1}'),
+            ("table_kept", f"{holds(table, rows)} && {holds(query, [keys[k]])}"),
         ],
         "csv",
     )
@@ -239,7 +259,7 @@ def dedup_count(p: Pool) -> TaskSpec:
             ("unique_file_exists", f"test -f {uniq}"),
             ("every_line_once", f'test -s {uniq} && test "$(sort {src} | uniq)" = "$(sort {uniq})"'),
             (f"count_is_{k}", f'test "$(tr -d "[:space:]" < {count})" = {k}'),
-            ("source_kept", f'test "$(wc -l < {src})" -eq {len(lines)}'),
+            ("source_kept", holds(src, lines)),
         ],
         "uniq",
     )
@@ -274,6 +294,7 @@ def exec_listed(p: Pool) -> TaskSpec:
                 " && ".join(f"test -f {folder}/{w}.sh && test ! -x {folder}/{w}.sh" for w in names if w not in listed),
             ),
             ("listed_still_run", f'test "$({folder}/{listed[0]}.sh)" = {listed[0]}'),
+            ("no_write_permission_added", no_write_added([f"{folder}/{w}.sh" for w in names])),
         ],
         "chmod",
     )

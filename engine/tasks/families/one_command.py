@@ -10,7 +10,16 @@ credit, never success. `engine/tasks/curriculum.py` draws and writes instances.
 from __future__ import annotations
 
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import EXTENSIONS, Pool, heredoc, task_spec
+from engine.tasks.families.pools import (
+    EXTENSIONS,
+    Pool,
+    heredoc,
+    holds,
+    line_count,
+    no_write_added,
+    own_copy,
+    task_spec,
+)
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, q
 
@@ -57,8 +66,8 @@ def append_line(p: Pool) -> TaskSpec:
         [
             ("file_exists", f"test -f {path}"),
             ("last_line", f'test "$(tail -n 1 {path})" = {q(text)}'),
-            ("one_more_line", f'test "$(wc -l < {path})" -eq {n + 1}'),
-            ("old_lines_kept", f'test "$(head -n {n} {path} | tail -n 1)" = {q(old[-1])}'),
+            ("one_more_line", f'test "{line_count(path)}" -eq {n + 1}'),
+            ("old_lines_kept", f'test "$(head -n {n} {path})" = {q(chr(10).join(old))}'),
         ],
         "append",
     )
@@ -77,7 +86,8 @@ def copy_file(p: Pool) -> TaskSpec:
         [
             ("copy_exists", f"test -f {dst}"),
             ("copy_identical", f"cmp -s {src} {dst}"),
-            ("original_kept", f'test "$(wc -l < {src})" -eq {len(lines)}'),
+            ("a_copy_of_its_own", own_copy(dst, src)),
+            ("original_kept", holds(src, lines)),
         ],
         "cp",
     )
@@ -96,7 +106,7 @@ def move_file(p: Pool) -> TaskSpec:
         [
             ("new_name_exists", f"test -f {dst}"),
             ("old_name_gone", f"test ! -e {src}"),
-            ("content_kept", f'test "$(head -n 1 {dst})" = {q(lines[0])}'),
+            ("content_kept", holds(dst, lines)),
         ],
         "mv",
     )
@@ -106,15 +116,18 @@ def move_file(p: Pool) -> TaskSpec:
 def count_lines(p: Pool) -> TaskSpec:
     src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
     n = p.rng.randint(3, 30)
+    instruction = phrase(p, f"count the lines of {src} and write the number to {out}", tool="wc -l")
+    lines = p.lines(n)  # drawn after the wording, as always: the same tasks as before v5
     return task_spec(
         p.name,
-        phrase(p, f"count the lines of {src} and write the number to {out}", tool="wc -l"),
-        heredoc(src, p.lines(n)),
+        instruction,
+        heredoc(src, lines),
         f"wc -l < {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+            ("input_kept", holds(src, lines)),
         ],
         "wc",
     )
@@ -136,9 +149,10 @@ def _first_or_last(p: Pool, end: str) -> TaskSpec:
         f"{tool} -n {k} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
-            (f"has_{k}_lines", f'test "$(wc -l < {out})" -eq {k}'),
+            (f"has_{k}_lines", f'test "{line_count(out)}" -eq {k}'),
             ("first_line", f'test "$(head -n 1 {out})" = {q(kept[0])}'),
-            ("last_line", f'test "$(tail -n 1 {out})" = {q(kept[-1])}'),
+            (f"the_{end}_{k}_lines", holds(out, kept)),
+            ("input_kept", holds(src, lines)),
         ],
         tool,
     )
@@ -171,6 +185,7 @@ def grep_count(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+            ("input_kept", holds(src, lines)),
         ],
         "grep",
     )
@@ -191,8 +206,12 @@ def grep_lines(p: Pool) -> TaskSpec:
         f"grep {target} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
-            (f"has_{len(hits)}_lines", f'test "$(wc -l < {out})" -eq {len(hits)}'),
-            ("only_matching_lines", f"! grep -v {target} {out}"),
+            (f"has_{len(hits)}_lines", f'test "{line_count(out)}" -eq {len(hits)}'),
+            ("only_matching_lines", f"test -f {out} && ! grep -v {target} {out}"),
+            # The lines themselves: `echo {target} > out` or `grep -o`, or a grep given a second
+            # file (which prefixes every line with its file's name), passed the two above.
+            ("the_matching_lines", holds(out, hits)),
+            ("input_kept", holds(src, lines)),
         ],
         "grep",
     )
@@ -217,6 +236,7 @@ def sort_file(p: Pool) -> TaskSpec:
             ("is_sorted", f"sort -c {out}"),
             ("same_lines", f'test "$(sort {src})" = "$(cat {out})"'),
             ("first_line", f'test "$(head -n 1 {out})" = {q(sorted(words)[0])}'),
+            ("input_kept", holds(src, words)),
         ],
         "sort",
     )
@@ -241,9 +261,10 @@ def cut_column(p: Pool) -> TaskSpec:
         f"cut -d, -f{col} {src} > {out}\n",
         [
             ("output_exists", f"test -f {out}"),
-            (f"has_{len(rows)}_lines", f'test "$(wc -l < {out})" -eq {len(rows)}'),
             ("first_value", f'test "$(head -n 1 {out})" = {q(values[0])}'),
-            ("no_commas", f"! grep -q , {out}"),
+            ("no_commas", f"test -f {out} && ! grep -q , {out}"),
+            (f"field_{col}_of_every_line", holds(out, values)),
+            ("input_kept", holds(src, rows)),
         ],
         "cut",
     )
@@ -263,9 +284,11 @@ def sed_replace(p: Pool) -> TaskSpec:
         f"sed -i 's/{old}/{new}/g' {path}\n",
         [
             ("file_exists", f"test -f {path}"),
-            (f"no_{old}_left", f"! grep -q {old} {path}"),
+            (f"no_{old}_left", f"test -f {path} && ! grep -q {old} {path}"),
             (f"{n_old}_{new}", f'test "$(grep -c {new} {path})" -eq {n_old}'),
-            ("line_count_kept", f'test "$(wc -l < {path})" -eq {len(lines)}'),
+            ("line_count_kept", f'test "{line_count(path)}" -eq {len(lines)}'),
+            # The rest of every line too: `s/^{old} .*/{new}/` passed the three above.
+            ("only_the_word_replaced", holds(path, [line.replace(old, new) for line in lines])),
         ],
         "sed",
     )
@@ -292,6 +315,11 @@ def count_files(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
+            (
+                "folder_kept",
+                f'test -d {folder} && test ! -L {folder} && test "$(ls -A {folder} | LC_ALL=C sort)" = '
+                + q("\n".join(sorted([f"f{i}.{ext}" for i in range(n)] + [f"g{i}.{other}" for i in range(m)]))),
+            ),
         ],
         "find",
     )
@@ -315,6 +343,7 @@ def make_executable(p: Pool) -> TaskSpec:
             ("script_exists", f"test -f {path}"),
             ("is_executable", f"test -x {path}"),
             ("still_runs", f'test "$({path})" = {q(text)}'),
+            ("no_write_permission_added", no_write_added([path])),
         ],
         "chmod",
     )
@@ -347,7 +376,8 @@ def make_dirs(p: Pool) -> TaskSpec:
 def tar_folder(p: Pool) -> TaskSpec:
     folder, archive = p.word(), f"/app/{p.word()}.tar.gz"
     files = [f"{w}.{p.ext()}" for w in p.words(3)]
-    setup = f"mkdir -p /app/{folder}\n" + "".join(f"echo {p.number()} > /app/{folder}/{f}\n" for f in files)
+    numbers = [p.number() for _ in files]
+    setup = f"mkdir -p /app/{folder}\n" + "".join(f"echo {n} > /app/{folder}/{f}\n" for f, n in zip(files, numbers))
     return task_spec(
         p.name,
         phrase(
@@ -361,8 +391,8 @@ def tar_folder(p: Pool) -> TaskSpec:
         [
             ("archive_exists", f"test -f {archive}"),
             ("is_gzip_tar", f"tar -tzf {archive} > /dev/null"),
-            ("has_the_files", f"tar -tzf {archive} | grep -q {q(files[0])}"),
-            ("folder_kept", f"test -f /app/{folder}/{files[0]}"),
+            ("has_the_files", " && ".join(f"tar -tzf {archive} | grep -q {q(f)}" for f in files)),
+            ("folder_kept", " && ".join(holds(f"/app/{folder}/{f}", [str(n)]) for f, n in zip(files, numbers))),
         ],
         "tar",
     )

@@ -12,7 +12,15 @@ check() {
 }
 check copy_exists 'test -f /app/xenon.cfg'
 check copy_identical 'cmp -s /app/garnet.cfg /app/xenon.cfg'
-check original_kept 'test -f /app/garnet.cfg && test "$(wc -l < /app/garnet.cfg)" -eq 8'
+check a_copy_of_its_own 'test -f /app/xenon.cfg && test ! -L /app/xenon.cfg && test ! -L /app/garnet.cfg && ! test /app/xenon.cfg -ef /app/garnet.cfg'
+check original_kept 'test -f /app/garnet.cfg && test ! -L /app/garnet.cfg && test "$(cat /app/garnet.cfg)" = '\''maple 4
+birch 768
+maple 755
+sierra 466
+xenon 51
+yarrow 4
+fjord 333
+amber 609'\'''
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -12,7 +12,12 @@ check() {
 }
 check copy_exists 'test -f /app/ember.cfg'
 check copy_identical 'cmp -s /app/umber.cfg /app/ember.cfg'
-check original_kept 'test -f /app/umber.cfg && test "$(wc -l < /app/umber.cfg)" -eq 5'
+check a_copy_of_its_own 'test -f /app/ember.cfg && test ! -L /app/ember.cfg && test ! -L /app/umber.cfg && ! test /app/ember.cfg -ef /app/umber.cfg'
+check original_kept 'test -f /app/umber.cfg && test ! -L /app/umber.cfg && test "$(cat /app/umber.cfg)" = '\''cobalt 288
+willow 663
+juniper 145
+tundra 692
+xenon 454'\'''
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt

@@ -12,7 +12,13 @@ check() {
 }
 check copy_exists 'test -f /app/willow.cfg'
 check copy_identical 'cmp -s /app/juniper.cfg /app/willow.cfg'
-check original_kept 'test -f /app/juniper.cfg && test "$(wc -l < /app/juniper.cfg)" -eq 6'
+check a_copy_of_its_own 'test -f /app/willow.cfg && test ! -L /app/willow.cfg && test ! -L /app/juniper.cfg && ! test /app/willow.cfg -ef /app/juniper.cfg'
+check original_kept 'test -f /app/juniper.cfg && test ! -L /app/juniper.cfg && test "$(cat /app/juniper.cfg)" = '\''ember 361
+zephyr 249
+juniper 367
+violet 933
+kelp 488
+juniper 973'\'''
 printf '{"results":{"tool":{"name":"bash"},"summary":{"tests":%d,"passed":%d,"failed":%d},"tests":[%s]}}\n' \
   "$total" "$pass" "$((total-pass))" "${items%,}" > /logs/verifier/ctrf.json
 [ "$pass" -eq "$total" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt
