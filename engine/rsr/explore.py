@@ -131,9 +131,10 @@ def unsolved_families(tasks: dict[str, Task], attempts: list[ExploreAttempt]) ->
 
 
 def first_successes(tasks: dict[str, Task], attempts: list[ExploreAttempt]) -> dict[str, int]:
-    """family -> the lowest attempt number at which one of its tasks passed in the round. Every
-    pair takes its attempts one wave at a time, so a pair's attempts numbered above it ran in a
-    later wave than that success (or with it, never before), and were shown it where aided."""
+    """family -> the lowest attempt number at which one of its tasks passed in the round. Pairs
+    take their attempts a wave at a time and in step, so a pair's attempts numbered above it ran
+    in a later wave, and were shown it where aided. (A pair that sat out waves and resumed may
+    number an earlier attempt above it: it is then owed one follow-up less, never one more.)"""
     firsts: dict[str, int] = {}
     for a in attempts:
         if a.success and a.key.task in tasks:
