@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from engine.tasks.families.pools import holds, own_copy
+from engine.tasks.families.checks import holds, own_copy
 from engine.tasks.families.registry import Draw, Families
 from engine.tasks.spec import WORDS, TaskSpec, q
 

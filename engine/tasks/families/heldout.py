@@ -9,9 +9,10 @@ them has: the one-step ones a command or file format no trained family uses on i
 
 from __future__ import annotations
 
+from engine.tasks.families.checks import holds, line_count
 from engine.tasks.families.multi_step import multi_spec
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import Pool, heredoc, holds, line_count, task_spec
+from engine.tasks.families.pools import Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, q
 

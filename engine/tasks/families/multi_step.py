@@ -11,17 +11,9 @@ Only bash, coreutils, grep, sed, awk, find and tar are used: no python3, no jq.
 
 from __future__ import annotations
 
+from engine.tasks.families.checks import holds, line_count, no_write_added, own_copy
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import (
-    NUMBER_RANGES,
-    Pool,
-    heredoc,
-    holds,
-    line_count,
-    no_write_added,
-    own_copy,
-    task_spec,
-)
+from engine.tasks.families.pools import NUMBER_RANGES, Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec
 

@@ -1,25 +1,14 @@
-"""The curriculum's one-step families: one command (or one short pipeline) each, at the bundled
-model's frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find,
-chmod, tar, arithmetic. All are trained on; `heldout.py` has the one-step families that are not.
-
-Each instance draws its names, words and numbers from its split's pools (`pools.py`) and its
-wording from `phrasing.py`. Every family has 3 to 5 checks, so a partial answer earns partial
-credit, never success. `engine/tasks/curriculum.py` draws and writes instances.
-"""
+"""The curriculum's one-step families, one command (or short pipeline) each at the bundled model's
+frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find, chmod, tar,
+arithmetic; all trained on (`heldout.py` has those that are not). Names, words and numbers come
+from the split's pools (`pools.py`), wording from `phrasing.py`, checks from `checks.py`: 3 to 5
+a family, so a partial answer earns partial credit, never success (`curriculum.py` writes them)."""
 
 from __future__ import annotations
 
+from engine.tasks.families.checks import holds, line_count, listing, no_write_added, own_copy
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import (
-    EXTENSIONS,
-    Pool,
-    heredoc,
-    holds,
-    line_count,
-    no_write_added,
-    own_copy,
-    task_spec,
-)
+from engine.tasks.families.pools import EXTENSIONS, Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, q
 
@@ -208,8 +197,6 @@ def grep_lines(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             (f"has_{len(hits)}_lines", f'test "{line_count(out)}" -eq {len(hits)}'),
             ("only_matching_lines", f"test -f {out} && ! grep -v {target} {out}"),
-            # The lines themselves: `echo {target} > out` or `grep -o`, or a grep given a second
-            # file (which prefixes every line with its file's name), passed the two above.
             ("the_matching_lines", holds(out, hits)),
             ("input_kept", holds(src, lines)),
         ],
@@ -315,11 +302,7 @@ def count_files(p: Pool) -> TaskSpec:
             ("output_exists", f"test -f {out}"),
             ("has_a_number", f"grep -qE '[0-9]+' {out}"),
             (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            (
-                "folder_kept",
-                f'test -d {folder} && test ! -L {folder} && test "$(ls -A {folder} | LC_ALL=C sort)" = '
-                + q("\n".join(sorted([f"f{i}.{ext}" for i in range(n)] + [f"g{i}.{other}" for i in range(m)]))),
-            ),
+            ("folder_kept", listing(folder, [f"f{i}.{ext}" for i in range(n)] + [f"g{i}.{other}" for i in range(m)])),
         ],
         "find",
     )

@@ -9,7 +9,7 @@ step), `multi_step.py` (read, then act) and `heldout.py` (evaluated, never train
 from __future__ import annotations
 
 from engine.tasks.families.registry import Draw
-from engine.tasks.spec import WORDS, TaskSpec, q
+from engine.tasks.spec import WORDS, TaskSpec
 
 # More names for train instances than a small model can memorize. With the first 16 alone, every
 # SFT sample named files from the same 16 words, so a trained model could answer with a name it
@@ -180,34 +180,6 @@ class Pool(Draw):
 def heredoc(path: str, lines: list[str]) -> str:
     """Setup lines that write `lines` to `path`, verbatim."""
     return f"cat > {path} <<'DATA'\n" + "".join(line + "\n" for line in lines) + "DATA\n"
-
-
-# Check commands a family's checks are built from. What a check does not compare, an agent can
-# break and still pass: a count of lines or one line passes a file rewritten in place, `test -f`
-# passes a link, and `! grep` passes a file that is not there (curriculum v5, docs/tasks.md).
-
-
-def holds(path: str, lines: list[str]) -> str:
-    """`path` is a regular file of its own (not a link) whose text is exactly `lines`; a missing
-    last newline is forgiven, as `$(cat)` drops it."""
-    return f'test -f {path} && test ! -L {path} && test "$(cat {path})" = {q(chr(10).join(lines))}'
-
-
-def own_copy(copy: str, original: str) -> str:
-    """`copy` is a file of its own: neither is a link, and it is not `original` under a second
-    name (a hard link), which a later change to either would change in both."""
-    return f"test -f {copy} && test ! -L {copy} && test ! -L {original} && ! test {copy} -ef {original}"
-
-
-def no_write_added(paths: list[str]) -> str:
-    """None of `paths` (all set up without it) became writable by its group or by others: `chmod
-    777` makes a script executable too."""
-    return " && ".join(f'test -e {path} && test -z "$(find {path} -perm /022)"' for path in paths)
-
-
-def line_count(path: str) -> str:
-    """The number of lines of `path`, a last line without its newline counted too (`wc -l` does not)."""
-    return f"$(grep -c '' {path})"
 
 
 def task_spec(
