@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,12 +27,12 @@ from engine.tasks.curriculum import (
     family_info,
     instance,
 )
-from engine.tasks.families import one_command
+from engine.tasks.families import counting, one_command
 from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
 
 PATH = re.compile(r"/app/[\w./-]*\w")
-CHECKS_V5 = "0b9e716f725064390a81612980a1243251829f681bc057e357710b1c75164831"
+CHECKS_V6 = "b4fa76933845bef0402308d0e32ab39c34f2ce2d69d6230828a21311cef3cf17"
 
 
 def tokens(text: str) -> set[str]:
@@ -46,8 +47,9 @@ def wording(text: str, split: str) -> str:
 
 
 def test_the_tiers_and_the_held_out_families():
-    assert list(one_command.FAMILIES) == list(FAMILIES)[:17]  # the first 17, as before
-    assert all(family_info(f).tier == "one-step" and not family_info(f).heldout for f in one_command.FAMILIES)
+    one_step = [*one_command.FAMILIES, *counting.FAMILIES]
+    assert one_step == list(FAMILIES)[:17] and len(one_step) == 17
+    assert all(family_info(f).tier == "one-step" and not family_info(f).heldout for f in one_step)
     assert set(TRAINED_FAMILIES) | set(HELDOUT_FAMILIES) == set(FAMILIES)
     assert not set(TRAINED_FAMILIES) & set(HELDOUT_FAMILIES)
     assert [f for f in FAMILIES if family_info(f).heldout] == HELDOUT_FAMILIES
@@ -59,35 +61,66 @@ def test_the_tiers_and_the_held_out_families():
         family_info("nope")
 
 
+# Curriculum v6 drew these families' answers from wider ranges: their setups changed, nothing else did.
+WIDER_COUNTS = ("count-lines", "grep-count", "count-files")
+
+
 def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
-    """Only the wording of an instruction varies: files, words, numbers and solutions of the 17
-    one-step families are exactly what they were (digest taken when curriculum v5 tightened their
-    checks; the same held from the 16-word pool and phrasings through v4, checks included)."""
+    """Only the wording of an instruction varies: files, words, numbers and solutions of the
+    one-step families are exactly what they were (this digest, over the 14 whose setups v6 left
+    alone, was the same before v6; the whole 17's held from the 16-word pool through v5)."""
     digest = hashlib.sha256()
-    for f in one_command.FAMILIES:
+    for f in sorted(f for f in [*one_command.FAMILIES, *counting.FAMILIES] if f not in WIDER_COUNTS):
         for split in ("train", "eval"):
             for seed in (0, 1):
                 for i in range(10):
                     s = instance(f, split, seed, i)
                     fields = [s.name, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
                     digest.update(json.dumps(fields).encode())
-    assert digest.hexdigest() == "c702a670c62f4e41a28c95df8d2207168a1f810cd8c8d93dc5435bd19b300840"
+    assert digest.hexdigest() == "4ffcb554d9f566defd2ae6d0799d4d3d89067da013f3df41e25186226f42e72a"
 
 
 def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on():
-    """Every family's eval instances, wording included, are those of curriculum v2 (docs/results.md
-    compares stages across commits on them): a larger train pool changed no eval task, and v4 and
-    v5 changed only checks (commands that broke the task passed them)."""
-    digests = {"tasks": hashlib.sha256(), "checks": hashlib.sha256()}
+    """Every family's eval instances are those of curriculum v2 (docs/results.md compares stages
+    across commits on them): a larger train pool changed no eval task, v4 and v5 changed only
+    checks (commands that broke the task passed them), and v6 only the setups of the three
+    families whose answer a guess passed too often, never an instruction. (Both digests below
+    were the same before v6.)"""
+    digests = {"wording": hashlib.sha256(), "tasks": hashlib.sha256(), "checks": hashlib.sha256()}
+    for f in sorted(FAMILIES):
+        for seed in (0, 1):
+            for i in range(10):
+                s = instance(f, "eval", seed, i)
+                digests["wording"].update(json.dumps([s.name, s.instruction]).encode())
+                if f not in WIDER_COUNTS:
+                    fields = [s.name, s.instruction, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
+                    digests["tasks"].update(json.dumps(fields).encode())
     for f in FAMILIES:
         for seed in (0, 1):
             for i in range(10):
                 s = instance(f, "eval", seed, i)
-                fields = [s.name, s.instruction, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
-                digests["tasks"].update(json.dumps(fields).encode())
                 digests["checks"].update(json.dumps([s.name, s.checks]).encode())
-    assert digests["tasks"].hexdigest() == "eef6570cbecce78aee7f1f6261c13fd820ce81934f4becf79d93ac1780e4274e"
-    assert digests["checks"].hexdigest() == CHECKS_V5
+    assert digests["wording"].hexdigest() == "2d4d3e0054da871c7d05701a39e5ba0f274d9943fb6aa4848cdc230610d6d807"
+    assert digests["tasks"].hexdigest() == "12adfccd1a5a71cbba5f18d83eb96604e1e40b4b30bc7d249794b96caacd1eb3"
+    assert digests["checks"].hexdigest() == CHECKS_V6
+
+
+def test_no_fixed_answer_passes_more_than_a_few_percent_of_a_family():
+    """A verifier sees the number a task asks for, not how it was found, so `echo 4 > out` passes
+    every instance whose answer is 4: before v6, 22% of grep-count's and 18% of count-files'
+    (and the trained model's `echo "5"` made 3 of the 4 successes it found on counting families
+    in a probe). In no family whose answer is a number (its output is checked to hold one) may
+    the answer be the same in more than 6% of the instances."""
+    numeric = [f for f in FAMILIES if any(name == "has_a_number" for name, _ in instance(f, "train", 0, 0).checks)]
+    assert {"count-lines", "grep-count", "count-files", "arithmetic", "csv-lookup"} <= set(numeric)
+    for family in numeric:
+        for split in ("train", "eval"):
+            answers = Counter()
+            for i in range(400):
+                spec = instance(family, split, 0, i)
+                answers.update(name for name, _ in spec.checks if re.search(r"_is_-?\d+$", name))
+            top, n = answers.most_common(1)[0]
+            assert n / 400 <= 0.06, (family, split, top, n)
 
 
 def test_a_destructive_command_passes_no_family_that_keeps_other_files_untouched(tmp_path: Path):
@@ -281,7 +314,7 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert root.parent.name == "curriculum" and root.name.startswith("v5-")  # none cached before the tighter checks
+    assert root.parent.name == "curriculum" and root.name.startswith("v6-")  # none cached before v6
     counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
     assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
     # Held-out families are only evaluated; every task says its tier and whether it is held out.

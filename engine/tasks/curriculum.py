@@ -1,11 +1,12 @@
 """A curriculum at the bundled model's frontier: families that generate any number of instances.
 
 Two tiers of families: one-step (`engine/tasks/families/one_command.py`: one command or one
-short pipeline) and multi-step (`multi_step.py`: read something in the sandbox, then act on it).
-Some families of each tier are held out (`heldout.py`): never trained on, only evaluated, to
-measure transfer. An instance is drawn from the family's split pool with its own seed,
-deterministically: the same (family, split, seed, index) always gives the same task, worded in
-one of several phrasings (`phrasing.py`). Train and eval instances never share parameters.
+short pipeline; `counting.py`: those whose answer is a number) and multi-step (`multi_step.py`:
+read something in the sandbox, then act on it). Some families of each tier are held out
+(`heldout.py`): never trained on, only evaluated, to measure transfer. An instance is drawn
+from the family's split pool with its own seed, deterministically: the same (family, split,
+seed, index) always gives the same task, worded in one of several phrasings (`phrasing.py`).
+Train and eval instances never share parameters.
 
     trsi-tui tasks generate --family all --instances 20 --split train --seed 0 DEST
 
@@ -20,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.tasks.families import heldout, multi_step, one_command
+from engine.tasks.families import counting, heldout, multi_step, one_command
 from engine.tasks.families.pools import EXTENSIONS, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, write_task
@@ -63,6 +64,7 @@ TIERS = ("one-step", "multi-step")
 # (set, tier, held out), in the order FAMILIES lists them.
 _SETS = (
     (one_command.FAMILIES, "one-step", False),
+    (counting.FAMILIES, "one-step", False),
     (heldout.ONE_STEP, "one-step", True),
     (multi_step.FAMILIES, "multi-step", False),
     (heldout.MULTI_STEP, "multi-step", True),
@@ -180,8 +182,10 @@ def materialize(spec: str, cache_dir: Path) -> Path | None:
     # v2: multi-step and held-out families, phrasings; v3: the larger train word pool; v4:
     # note-to-folder and exec-listed checks that a destructive command no longer passes; v5:
     # checks that compare whole files (inputs kept, outputs, moved files), refuse a link for a
-    # copy and a write permission nobody asked for. A suite cached before a change is never reused.
-    root = Path(cache_dir) / "curriculum" / f"v5-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
+    # copy and a write permission nobody asked for; v6: counts drawn from ranges no fixed guess
+    # passes often in (grep-count, count-files, count-lines). A suite cached before a change is
+    # never reused.
+    root = Path(cache_dir) / "curriculum" / f"v6-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
     if root.is_dir():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)

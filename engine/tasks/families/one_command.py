@@ -1,14 +1,15 @@
 """The curriculum's one-step families, one command (or short pipeline) each at the bundled model's
-frontier: create, append, copy, move, count, head/tail, grep, sort, cut, sed, find, chmod, tar,
-arithmetic; all trained on (`heldout.py` has those that are not). Names, words and numbers come
-from the split's pools (`pools.py`), wording from `phrasing.py`, checks from `checks.py`: 3 to 5
-a family, so a partial answer earns partial credit, never success (`curriculum.py` writes them)."""
+frontier: create, append, copy, move, head/tail, grep, sort, cut, sed, chmod, tar; all trained on
+(`heldout.py` has those that are not; `counting.py` those whose answer is a number). Names, words
+and numbers come from the split's pools (`pools.py`), wording from `phrasing.py`, checks from
+`checks.py`: 3 to 5 a family, so a partial answer earns partial credit, never success
+(`curriculum.py` writes them)."""
 
 from __future__ import annotations
 
-from engine.tasks.families.checks import holds, line_count, listing, no_write_added, own_copy
+from engine.tasks.families.checks import holds, line_count, no_write_added, own_copy
 from engine.tasks.families.phrasing import phrase
-from engine.tasks.families.pools import EXTENSIONS, Pool, heredoc, task_spec
+from engine.tasks.families.pools import Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, q
 
@@ -101,27 +102,6 @@ def move_file(p: Pool) -> TaskSpec:
     )
 
 
-@FAMILIES.family
-def count_lines(p: Pool) -> TaskSpec:
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
-    n = p.rng.randint(3, 30)
-    instruction = phrase(p, f"count the lines of {src} and write the number to {out}", tool="wc -l")
-    lines = p.lines(n)  # drawn after the wording, as always: the same tasks as before v5
-    return task_spec(
-        p.name,
-        instruction,
-        heredoc(src, lines),
-        f"wc -l < {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("input_kept", holds(src, lines)),
-        ],
-        "wc",
-    )
-
-
 def _first_or_last(p: Pool, end: str) -> TaskSpec:
     """head-lines and tail-lines: the first or the last k lines of a file."""
     tool = "head" if end == "first" else "tail"
@@ -155,29 +135,6 @@ def head_lines(p: Pool) -> TaskSpec:
 @FAMILIES.family
 def tail_lines(p: Pool) -> TaskSpec:
     return _first_or_last(p, "last")
-
-
-@FAMILIES.family
-def grep_count(p: Pool) -> TaskSpec:
-    target, *others = p.words(4)
-    src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{target}_matches.txt"
-    lines = [f"{p.rng.choice([target, *others])} {p.number()}" for _ in range(p.rng.randint(10, 20))]
-    n = sum(line.split()[0] == target for line in lines)
-    return task_spec(
-        p.name,
-        phrase(
-            p, f"count the lines of {src} that contain the word {target} and write the number to {out}", tool="grep -c"
-        ),
-        heredoc(src, lines),
-        f"grep -c {target} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("input_kept", holds(src, lines)),
-        ],
-        "grep",
-    )
 
 
 @FAMILIES.family
@@ -282,33 +239,6 @@ def sed_replace(p: Pool) -> TaskSpec:
 
 
 @FAMILIES.family
-def count_files(p: Pool) -> TaskSpec:
-    folder, out = f"/app/{p.word()}", f"/app/{p.word()}_files.txt"
-    ext, other = p.rng.sample(EXTENSIONS[p.split], 2)
-    n, m = p.rng.randint(2, 7), p.rng.randint(1, 4)
-    setup = f"mkdir -p {folder}\n" + "".join(f"touch {folder}/f{i}.{ext}\n" for i in range(n))
-    setup += "".join(f"touch {folder}/g{i}.{other}\n" for i in range(m))
-    return task_spec(
-        p.name,
-        phrase(
-            p,
-            f"count the .{ext} files in {folder} and write the number to {out}",
-            f"How many .{ext} files are in {folder}? Count the files and write the number to {out}.",
-            tool="ls",
-        ),
-        setup,
-        f"ls {folder}/*.{ext} | wc -l > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("folder_kept", listing(folder, [f"f{i}.{ext}" for i in range(n)] + [f"g{i}.{other}" for i in range(m)])),
-        ],
-        "find",
-    )
-
-
-@FAMILIES.family
 def make_executable(p: Pool) -> TaskSpec:
     path, text = f"/app/{p.word()}.sh", f"{p.word()} {p.number()}"
     setup = f"printf '#!/bin/sh\\necho %s\\n' {q(text)} > {path}\nchmod 644 {path}\n"
@@ -378,23 +308,4 @@ def tar_folder(p: Pool) -> TaskSpec:
             ("folder_kept", " && ".join(holds(f"/app/{folder}/{f}", [str(n)]) for f, n in zip(files, numbers))),
         ],
         "tar",
-    )
-
-
-@FAMILIES.family
-def arithmetic(p: Pool) -> TaskSpec:
-    a, b, out = p.number(), p.number(), f"/app/{p.word()}_sum.txt"
-    return task_spec(
-        p.name,
-        phrase(
-            p, f"write the sum of {a} and {b} to {out}", f"add {a} and {b} and write their sum to {out}", tool="$(( ))"
-        ),
-        "",
-        f"echo $(({a} + {b})) > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"sum_is_{a + b}", f'test "$(tr -d "[:space:]" < {out})" = {a + b}'),
-        ],
-        "arithmetic",
     )
