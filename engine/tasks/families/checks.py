@@ -38,3 +38,13 @@ def listing(folder: str, names: list[str]) -> str:
     """`folder` is a directory (not a link) holding exactly the entries `names`."""
     expected = q("\n".join(sorted(names)))  # sorted as LC_ALL=C sorts: the names are ASCII
     return f'test -d {folder} && test ! -L {folder} && test "$(ls -A {folder} | LC_ALL=C sort)" = {expected}'
+
+
+def number_written(out: str, label: str, value: int) -> list[tuple[str, str]]:
+    """The checks of an answer that is a number written to `out`: the file, a number in it, and
+    exactly `value` (whitespace aside), the last named `{label}_is_{value}`."""
+    return [
+        ("output_exists", f"test -f {out}"),
+        ("has_a_number", f"grep -qE '[0-9]+' {out}"),
+        (f"{label}_is_{value}", f'test "$(tr -d "[:space:]" < {out})" = {value}'),
+    ]

@@ -11,7 +11,7 @@ the 4 successes a trained model found on these families in a probe (docs/results
 
 from __future__ import annotations
 
-from engine.tasks.families.checks import holds, listing
+from engine.tasks.families.checks import holds, listing, number_written
 from engine.tasks.families.phrasing import phrase
 from engine.tasks.families.pools import EXTENSIONS, Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
@@ -25,18 +25,13 @@ def count_lines(p: Pool) -> TaskSpec:
     src, out = f"/app/{p.word()}.{p.ext()}", f"/app/{p.word()}_count.txt"
     n = p.rng.randint(3, 60)
     instruction = phrase(p, f"count the lines of {src} and write the number to {out}", tool="wc -l")
-    lines = p.lines(n)  # drawn after the wording, as always: the same tasks as before v5
+    lines = p.lines(n)  # drawn after the wording, as always
     return task_spec(
         p.name,
         instruction,
         heredoc(src, lines),
         f"wc -l < {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("input_kept", holds(src, lines)),
-        ],
+        [*number_written(out, "count", n), ("input_kept", holds(src, lines))],
         "wc",
     )
 
@@ -56,12 +51,7 @@ def grep_count(p: Pool) -> TaskSpec:
         ),
         heredoc(src, lines),
         f"grep -c {target} {src} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("input_kept", holds(src, lines)),
-        ],
+        [*number_written(out, "count", n), ("input_kept", holds(src, lines))],
         "grep",
     )
 
@@ -83,12 +73,7 @@ def count_files(p: Pool) -> TaskSpec:
         ),
         setup,
         f"ls {folder}/*.{ext} | wc -l > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"count_is_{n}", f'test "$(tr -d "[:space:]" < {out})" = {n}'),
-            ("folder_kept", listing(folder, files)),
-        ],
+        [*number_written(out, "count", n), ("folder_kept", listing(folder, files))],
         "find",
     )
 
@@ -103,10 +88,6 @@ def arithmetic(p: Pool) -> TaskSpec:
         ),
         "",
         f"echo $(({a} + {b})) > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"sum_is_{a + b}", f'test "$(tr -d "[:space:]" < {out})" = {a + b}'),
-        ],
+        number_written(out, "sum", a + b),
         "arithmetic",
     )

@@ -9,7 +9,7 @@ them has: the one-step ones a command or file format no trained family uses on i
 
 from __future__ import annotations
 
-from engine.tasks.families.checks import holds, line_count
+from engine.tasks.families.checks import holds, line_count, number_written
 from engine.tasks.families.multi_step import multi_spec
 from engine.tasks.families.phrasing import phrase
 from engine.tasks.families.pools import Pool, heredoc, task_spec
@@ -62,9 +62,7 @@ def config_value(p: Pool) -> TaskSpec:
         heredoc(conf, [f"{key}={v}" for key, v in zip(keys, values)]),
         f"grep '^{keys[k]}=' {conf} | cut -d= -f2 > {out}\n",
         [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"value_is_{values[k]}", f'test "$(tr -d "[:space:]" < {out})" = {values[k]}'),
+            *number_written(out, "value", values[k]),
             ("config_kept", holds(conf, [f"{key}={v}" for key, v in zip(keys, values)])),
         ],
         "grep",
@@ -90,12 +88,7 @@ def json_field(p: Pool) -> TaskSpec:
         ),
         heredoc(doc, body),
         f"sed -n 's/.*\"{keys[k]}\": *\\([0-9]*\\).*/\\1/p' {doc} > {out}\n",
-        [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"value_is_{values[k]}", f'test "$(tr -d "[:space:]" < {out})" = {values[k]}'),
-            ("json_kept", holds(doc, body)),
-        ],
+        [*number_written(out, "value", values[k]), ("json_kept", holds(doc, body))],
         "sed",
     )
 

@@ -11,7 +11,7 @@ Only bash, coreutils, grep, sed, awk, find and tar are used: no python3, no jq.
 
 from __future__ import annotations
 
-from engine.tasks.families.checks import holds, line_count, no_write_added, own_copy
+from engine.tasks.families.checks import holds, line_count, no_write_added, number_written, own_copy
 from engine.tasks.families.phrasing import phrase
 from engine.tasks.families.pools import NUMBER_RANGES, Pool, heredoc, task_spec
 from engine.tasks.families.registry import Families
@@ -218,9 +218,7 @@ def csv_lookup(p: Pool) -> TaskSpec:
         heredoc(table, rows) + heredoc(query, [keys[k]]),
         f'key=$(cat {query})\ngrep "^$key," {table} | cut -d, -f2 > {out}\n',
         [
-            ("output_exists", f"test -f {out}"),
-            ("has_a_number", f"grep -qE '[0-9]+' {out}"),
-            (f"amount_is_{amounts[k]}", f'test "$(tr -d "[:space:]" < {out})" = {amounts[k]}'),
+            *number_written(out, "amount", amounts[k]),
             ("table_kept", f"{holds(table, rows)} && {holds(query, [keys[k]])}"),
         ],
         "csv",
