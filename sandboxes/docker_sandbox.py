@@ -29,7 +29,7 @@ import tarfile
 import threading
 from pathlib import Path
 
-from sandboxes import links, tamper
+from sandboxes import dev_links, links, tamper
 from sandboxes.base import (
     VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
@@ -370,6 +370,7 @@ class DockerSandbox(SessionSandbox):
             git = tamper.git_configs_that_run_programs(root)
             if git:
                 raise EnvironmentTampered(f"{', '.join(git)}: git settings that run programs on the tests' clone")
+            dev_links.put_back(root)
 
     def _teardown(self) -> None:
         if self._session is not None:

@@ -5,9 +5,10 @@ neither exists during the agent's turn. A link made then, such as `/app/out.txt 
 ../tests/expected.txt` (the file a test compares the answer with), points nowhere while the
 agent works and at the expected answer once the verifier runs: the test compares that file
 with itself and passes. A link into /proc (`/proc/self/root/...`, `/proc/1/cwd/...`) leads into
-whatever the reading process holds, so only a few harmless ones are allowed there: a process's
-standard streams (`/dev/stdout -> /proc/self/fd/1`, how services log to the console) and the
-mount table.
+whatever the reading process holds, so only a few harmless ones are allowed there: the mount
+table, and a process's standard streams (`/var/log/app.log -> /dev/stdout`, how services log to
+the console) from where services log; an answer in /app linked to them reads back what the
+reading test printed.
 
 `leading_into_the_verifier` resolves links the way the kernel will in the verifier's view, one
 component at a time, inside the sandbox's root as the host sees it (`/proc/<init>/root`): it
@@ -29,12 +30,16 @@ FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard")
 # at /tests itself is removed, so a path through it leads to the uploaded tests).
 MADE_REAL = frozenset({"/tests", "/logs", "/logs/verifier", "/run", "/run/trsi-verifier-guard"})
 # /proc is resolved by the kernel for each reader: only these targets there are allowed.
-ALLOWED_PROC = frozenset(
+STREAMS = frozenset(
     {f"/proc/{who}/fd" for who in ("self", "thread-self")}
     | {f"/proc/{who}/fd/{n}" for who in ("self", "thread-self") for n in (0, 1, 2)}
     | {"/proc/1/fd/1", "/proc/1/fd/2"}  # the console of a container's init: how cron jobs log there
-    | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
 )
+ALLOWED_PROC = STREAMS | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
+# Where a link may lead to a standard stream: where services log. Anywhere else it is an answer
+# that reads back what the reader has written: under pytest's capture a test's fd 1 is a file,
+# and `/app/out.txt -> /dev/stdout` handed the test what it had printed (the expected value).
+LOGGING_PLACES = ("/dev", "/var/log", "/run", "/var/run")
 MAX_HOPS = 40  # the kernel's own limit on links in one path
 # Links checked at most; past that, the check itself fails closed. Symlink farms (`cp -rs`, stow,
 # pnpm's node_modules) hold tens of thousands; each takes a few lstat calls.
@@ -96,10 +101,17 @@ def resolve(root: str, path: str) -> str | None:
     return done
 
 
-def forbidden(resolved: str) -> bool:
+def forbidden(resolved: str, link: str) -> bool:
+    """Whether the link at `link` (its path as made) leads where it must not, `resolved`."""
     if resolved == "/proc" or resolved.startswith("/proc/"):
+        if resolved in STREAMS:
+            return not _under(link, LOGGING_PLACES)
         return resolved not in ALLOWED_PROC
-    return any(resolved == f or resolved.startswith(f + "/") for f in FORBIDDEN)
+    return _under(resolved, FORBIDDEN)
+
+
+def _under(path: str, places: Iterable[str]) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in places)
 
 
 def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
@@ -112,7 +124,7 @@ def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
                 found.append(f"over {MAX_LINKS} symbolic links: too many to check")
                 break
             resolved = resolve(root, link)
-            if resolved is not None and forbidden(resolved):
+            if resolved is not None and forbidden(resolved, link):
                 found.append(f"{link} -> {resolved}")
     except Unresolvable as exc:
         found.append(f"a link or folder the check cannot follow ({exc.strerror})")

@@ -7,8 +7,9 @@ the engine uploads them.
 
 Process model: bwrap holds the namespaces with an idle bash as pid 1, which the agent cannot
 signal and which reaps the orphans it leaves. Every shell (the agent's persistent session,
-setup, the verifier) joins those namespaces through nsenter with no capabilities. The verifier
-therefore gets a clean shell the agent never touched, and killing bwrap's init (pid 1 of the
+setup, the verifier) joins those namespaces through nsenter with no capabilities (the verifier
+keeps those that let it read every file: private_view.py). The verifier therefore gets a clean
+shell the agent never touched, and killing bwrap's init (pid 1 of the
 namespace) kills everything inside.
 
 The sandbox's root directory is a writable tmpfs; /bin, /sbin and /lib* are read-only mounts

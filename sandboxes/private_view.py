@@ -3,10 +3,11 @@
 `build(...)` returns a POSIX sh script and the tar of the uploads it expects on stdin. Run it
 with capabilities over the sandbox's namespaces inside `unshare --mount --pid --fork
 --mount-proc --propagation private`, by the trusted paths in `tools`: it mounts fresh tmpfs at
-every upload destination and at the collect directory, covers masked files, unpacks the
-uploads, runs the command with every capability dropped and only `inner_env` as its
-environment, kills whatever the command left running in its pid namespace, then writes a tar of
-the collect directory to the file descriptor `collect_fd`.
+every upload destination and at the collect directory, covers masked files, puts /dev's
+standard links back (dev_links.py), unpacks the uploads, runs the command with every
+capability dropped but those that let root read every file (KEEP_VERIFIER_CAPS) and only
+`inner_env` as its environment, kills whatever the command left running in its pid namespace,
+then writes a tar of the collect directory to the file descriptor `collect_fd`.
 
 Nothing from the sandbox's writable filesystem runs while capabilities are held: every program
 of the script is named by an absolute path that the sandbox mounts read-only from the host, and
@@ -25,14 +26,24 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from sandboxes import dev_links
 from sandboxes.base import ExecResult, SandboxError
 from sandboxes.shell import real_dir_function, shell_quote
 
 SETUP_FAILED = 96
 READY = "TRSI-VIEW-READY\n"
-# The verifier keeps no capability at all: its sandbox root is an unprivileged uid.
-DROP_ALL_CAPS = ("--bounding-set=-all", "--inh-caps=-all", "--no-new-privs")
-TOOLS = ("sh", "bash", "setpriv", "unshare", "mount", "tar", "mkdir", "rm", "env")
+# The verifier keeps only what lets root read and judge every file the agent left: with no
+# capability it was a mere owner, and a folder the agent made unreadable (`chmod 0`) hid its
+# files from `find` and `grep`, whose errors checks send to /dev/null, so an absence check
+# passed. These hold in the sandbox's user namespace only (files of the host's read-only mounts
+# are owned by uids it does not map), mount and signal nothing, and are what Docker's root has.
+VERIFIER_CAPS = ("dac_override", "dac_read_search", "fowner")
+KEEP_VERIFIER_CAPS = (
+    "--bounding-set=-all," + ",".join(f"+{c}" for c in VERIFIER_CAPS),
+    "--inh-caps=-all",
+    "--no-new-privs",
+)
+TOOLS = ("sh", "bash", "setpriv", "unshare", "mount", "tar", "mkdir", "rm", "ln", "env")
 
 
 @dataclass(frozen=True)
@@ -82,12 +93,14 @@ def build(
     # With collect_fd 1, the command's output goes to stderr.
     keep_collect_clean = ">&2" if collect_fd == 1 else f"{collect_fd}>&-"
     parent, name = os.path.split(collect.rstrip("/"))
+    # /dev's links as the sandbox had them: the agent may have pointed /dev/fd at its own files.
+    lines.append(dev_links.restore_script(t["rm"], t["ln"], f"exit {SETUP_FAILED}"))
     lines += [
         f"{t['tar']} -x --no-same-owner -C / || exit {SETUP_FAILED}",
         # The view is ready: said on the results' channel, which the command cannot write to,
         # so no exit code of the command's can pass for a failed set-up.
         f"printf '{READY.strip()}\\n' >&{collect_fd}",
-        f"{t['setpriv']} {' '.join(DROP_ALL_CAPS)} {t['env']} -i {env_words} "
+        f"{t['setpriv']} {' '.join(KEEP_VERIFIER_CAPS)} {t['env']} -i {env_words} "
         f"{t['bash']} --noprofile --norc -c {shell_quote(inner)} </dev/null {keep_collect_clean}",
         "rc=$?",
         # This shell is pid 1 of the verifier's pid namespace: kill(-1) ends everything the

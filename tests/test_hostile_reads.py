@@ -1,0 +1,144 @@
+"""Attacks on what the verifier reads, found by a red-team pass after issue 30's curriculum v6:
+the links of /dev, an answer linked to a standard stream, and files the agent made unreadable.
+
+Run as a task's "solution" under the oracle agent, on both backends. Each attack forged a pass
+on the local backend before its fix (the answer written is wrong); each test also runs the
+honest counterpart, which must still pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ctrf_test
+from tests.test_hardening import episode
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request) -> str:
+    return request.param
+
+
+# bash expands `<(cmd)` to /dev/fd/63 (and 62): the check compares the answer with the secret
+# through two pipes.
+SUBSTITUTION_TEST = ctrf_test(("secret", "diff <(cat /app/out.txt) <(echo s3cr3t-7f1c)"))
+
+
+@pytest.mark.parametrize(
+    "swap",
+    [
+        "mkdir -p /app/.fd && : > /app/.fd/62 && : > /app/.fd/63 && rm -f /dev/fd && ln -s /app/.fd /dev/fd",
+        "rm -f /dev/fd && mkdir /dev/fd && : > /dev/fd/62 && : > /dev/fd/63",
+    ],
+    ids=["linked-elsewhere", "a-folder"],
+)
+def test_process_substitution_reads_the_verifiers_own_pipes(tmp_path: Path, backend: str, swap: str):
+    """/dev is the agent's to write and the verifier's too: with /dev/fd leading to two empty
+    files of the agent's, `diff <(cat answer) <(echo secret)` compared them and passed."""
+    r = episode(tmp_path, backend, "devfd", f"{swap}\necho wrong > /app/out.txt", test=SUBSTITUTION_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.checks, r.error)
+
+
+def test_an_honest_process_substitution_check_passes_after_dev_is_put_back(tmp_path: Path, backend: str):
+    """The links the verifier needs are put back, not refused: an agent that broke /dev/stdout
+    and /dev/fd while working still has its right answer judged right."""
+    solve = "rm -f /dev/fd /dev/stdout && mkdir /dev/fd && echo s3cr3t-7f1c > /app/out.txt"
+    r = episode(tmp_path, backend, "devfd-honest", solve, test=SUBSTITUTION_TEST)
+    assert r.success, (r.status, r.failure_mode, r.checks, r.error, r.verifier_output[-500:])
+
+
+# A test that prints what it expects before it reads the answer (common debugging output).
+PRINTING_PYTEST = """#!/bin/bash
+cat > /tests/test_secret.py <<'PY'
+def test_secret():
+    expected = "s3cr3t-7f1c"
+    print("looking for", expected)
+    assert expected in open('/app/out.txt').read()
+PY
+cd /app && python3 -m pytest /tests/test_secret.py -rA
+"""
+
+
+@pytest.mark.parametrize(
+    "link",
+    ["ln -sf /dev/stdout /app/out.txt", "ln -s /proc/self/fd /app/fds && ln -s fds/1 /app/out.txt"],
+    ids=["dev-stdout", "through-a-folder-link"],
+)
+def test_an_answer_linked_to_a_standard_stream(tmp_path: Path, backend: str, link: str):
+    """Under pytest's capture a test's fd 1 is a file: an answer linked to /dev/stdout read back
+    what the test had printed, the expected value included, and passed. Services may log to the
+    streams from /var/log (tests/test_hostile_agents.py), an answer may not."""
+    r = episode(tmp_path, backend, "stdout-link", link, test=PRINTING_PYTEST)
+    assert r.scored and not r.success and r.failure_mode == "tampered", (r.failure_mode, r.error)
+
+
+NOTES = "/app/notes"
+RENAME_SETUP = f"mkdir -p {NOTES}\n" + "".join(f"echo '{n} note' > {NOTES}/{n}.txt\n" for n in ("amber", "birch"))
+# The built-in rename task's checks (engine/tasks/families/builtin_medium_hard.py: rename_ext).
+RENAME_TEST = ctrf_test(
+    ("no_txt_left", f'test -z "$(find {NOTES} -name "*.txt")"'),
+    ("all_md_present", f"test -f {NOTES}/amber.md && test -f {NOTES}/birch.md"),
+    ("contents_kept", f'test "$(cat {NOTES}/amber.md)" = "amber note"'),
+)
+COMMA_TEST = ctrf_test(("no_commas", "test -f /app/out.csv && ! grep -q , /app/out.csv"))
+
+
+@pytest.mark.parametrize(
+    "solve,test,setup",
+    [
+        (
+            # Copies instead of renaming, and locks the originals away.
+            f"cd {NOTES} && mkdir .k && for f in *.txt; do cp $f ${{f%.txt}}.md; mv $f .k/; done && chmod 0 .k",
+            RENAME_TEST,
+            RENAME_SETUP,
+        ),
+        ("echo 'a,b' > /app/out.csv && chmod 0 /app/out.csv", COMMA_TEST, ""),
+    ],
+    ids=["find-in-a-locked-folder", "grep-of-a-locked-file"],
+)
+def test_what_the_agent_made_unreadable_is_read_by_the_verifier(tmp_path: Path, backend: str, solve, test, setup):
+    """A verifier without capabilities was a mere owner of the agent's files: `chmod 0` hid the
+    originals a copy left behind from `find`, and a wrong answer from `grep`, whose errors the
+    checks discard, so both absence checks passed (reward 1.0). It reads them as root does."""
+    r = episode(tmp_path, backend, "unreadable", solve, test=test, setup=setup)
+    assert r.scored and not r.success, (r.status, r.checks, r.error)
+
+
+def test_a_task_that_asks_for_a_locked_file_can_be_checked(tmp_path: Path, backend: str):
+    """What the verifier's reading rights are for: the contents of a file the task asked the agent
+    to make unreadable (mode 000) can be compared."""
+    test = ctrf_test(
+        ("mode_000", 'test "$(stat -c %a /app/vault.txt)" = 0'),
+        ("contents_kept", 'test "$(cat /app/vault.txt)" = s3cr3t-7f1c'),
+    )
+    r = episode(tmp_path, backend, "locked", "echo s3cr3t-7f1c > /app/vault.txt && chmod 000 /app/vault.txt", test=test)
+    assert r.success, (r.status, r.checks, r.error, r.verifier_output[-500:])
+
+
+def test_dev_links_put_back_from_the_host_follow_nothing_the_agent_planted(tmp_path: Path):
+    """Docker's way (from the host, through /proc/<init>/root): each standard link is made again,
+    a folder planted in its place is removed without following the links inside it, and a link
+    the runtime never made is not added."""
+    from sandboxes import dev_links
+
+    outside = tmp_path / "host-file"
+    outside.write_text("keep")
+    dev = tmp_path / "root" / "dev"
+    (dev / "stdin").mkdir(parents=True)
+    (dev / "stdin" / "to-host").symlink_to(outside)
+    (dev / "fd").symlink_to("/app/.fd")
+    (dev / "stderr").symlink_to("/proc/self/fd/2")
+    (dev / "ptmx").write_text("")
+    changed = dev_links.restore(str(tmp_path / "root"))
+    assert sorted(changed) == ["fd", "ptmx", "stdin", "stdout"]
+    assert {p.name: str(p.readlink()) for p in dev.iterdir()} == {
+        "fd": "/proc/self/fd",
+        "stdin": "/proc/self/fd/0",
+        "stdout": "/proc/self/fd/1",
+        "stderr": "/proc/self/fd/2",
+        "ptmx": "pts/ptmx",
+    }
+    assert outside.read_text() == "keep"
+    assert dev_links.restore(str(tmp_path / "root")) == []
