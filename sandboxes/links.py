@@ -24,11 +24,15 @@ import posixpath
 import stat
 from collections.abc import Iterable, Iterator
 
+from sandboxes import dev_links
+
 # Where a link must not lead: the verifier's files.
 FORBIDDEN = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard")
 # What the verifier's view makes a real directory, whatever the agent left there (a link made
 # at /tests itself is removed, so a path through it leads to the uploaded tests).
 MADE_REAL = frozenset({"/tests", "/logs", "/logs/verifier", "/run", "/run/trsi-verifier-guard"})
+# Of those, the ones the view mounts afresh: nothing the agent left below them is there.
+MOUNTED_FRESH = ("/tests", "/logs/verifier", "/run/trsi-verifier-guard")
 # /proc is resolved by the kernel for each reader: only these targets there are allowed.
 STREAMS = frozenset(
     {f"/proc/{who}/fd" for who in ("self", "thread-self")}
@@ -57,12 +61,21 @@ _MISSING = (errno.ENOENT, errno.ENOTDIR)
 
 
 def resolve(root: str, path: str) -> str | None:
-    """`path` (absolute, inside the sandbox) with every link resolved within `root`; None past
-    MAX_HOPS links (a loop: the verifier could not open it either). Raises Unresolvable where the
-    host cannot tell (a chain of links deeper than PATH_MAX, which the kernel follows)."""
+    """`path` (absolute, inside the sandbox) with every link resolved within `root` as the
+    verifier's view will have it; None past MAX_HOPS links (a loop: the verifier could not open
+    it either). Raises Unresolvable where the host cannot tell (a chain of links deeper than
+    PATH_MAX, which the kernel follows).
+
+    The view differs from what the host sees now in three ways, each taken as the view has it:
+    /dev's standard links are put back (dev_links.py: an agent that removed /dev/stdout for the
+    check and pointed its answer there would have it back); what MADE_REAL names is a real
+    directory; and below a fresh mount (MOUNTED_FRESH), or below a made-real directory that is
+    not a real one now, nothing the agent left is there. The host never looks below those: on
+    the host, `/proc/<init>/root/run/...` with `/run -> /` leads to the host's own files."""
     parts = [p for p in path.split("/") if p]
     done = "/"
     hops = 0
+    fresh = list(MOUNTED_FRESH)
     while parts:
         part = parts.pop(0)
         if part == ".":
@@ -71,34 +84,47 @@ def resolve(root: str, path: str) -> str | None:
             done = posixpath.dirname(done.rstrip("/")) or "/"
             continue
         here = posixpath.join(done, part)
-        if here in MADE_REAL:
+        if here in MADE_REAL or _under(here, fresh) and here not in fresh:
+            if here in MADE_REAL and not _under(here, fresh) and not _is_real_dir(root + here):
+                fresh.append(here)
             done = here
             continue
-        if here.startswith("/proc/"):
+        standard = dev_links.STANDARD.get(here.removeprefix("/dev/")) if here.startswith("/dev/") else None
+        if standard is not None:
+            target = standard
+        elif here.startswith("/proc/"):
             # The kernel's, per reader: left as written (a `..` in it climbs out of /proc, and
             # is never one of the allowed targets).
             return posixpath.join(here, *parts)
-        try:
-            st = os.lstat(root + here)
-        except OSError as exc:
-            if exc.errno not in _MISSING:
+        else:
+            try:
+                st = os.lstat(root + here)
+            except OSError as exc:
+                if exc.errno not in _MISSING:
+                    raise Unresolvable(exc.errno, f"{here[:80]}...: {exc.strerror}") from None
+                done = here
+                continue
+            if not stat.S_ISLNK(st.st_mode):
+                done = here
+                continue
+            try:
+                target = os.readlink(root + here)
+            except OSError as exc:
                 raise Unresolvable(exc.errno, f"{here[:80]}...: {exc.strerror}") from None
-            done = here
-            continue
-        if not stat.S_ISLNK(st.st_mode):
-            done = here
-            continue
         hops += 1
         if hops > MAX_HOPS:
             return None
-        try:
-            target = os.readlink(root + here)
-        except OSError as exc:
-            raise Unresolvable(exc.errno, f"{here[:80]}...: {exc.strerror}") from None
         parts = [p for p in target.split("/") if p] + parts
         if target.startswith("/"):
             done = "/"
     return done
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def forbidden(resolved: str, link: str) -> bool:
@@ -115,19 +141,29 @@ def _under(path: str, places: Iterable[str]) -> bool:
 
 
 def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
-    """Those of `links` (absolute paths inside the sandbox) that resolve into FORBIDDEN, each as
-    'link -> where it leads'."""
-    found = []
+    """Those of `links` (absolute paths inside the sandbox) that resolve into FORBIDDEN, or to a
+    standard stream from outside LOGGING_PLACES, each as 'link -> where it leads'; and those
+    from outside LOGGING_PLACES that lead to a folder holding such a stream link, which a path
+    through them reaches (`/app/output -> /dev/x` with `/dev/x/result.txt -> /dev/stdout`: the
+    answer /app/output/result.txt is a stream, though neither link is where it stands)."""
+    found, resolved = [], []
     try:
         for n, link in enumerate(links):
             if n >= MAX_LINKS:
                 found.append(f"over {MAX_LINKS} symbolic links: too many to check")
                 break
-            resolved = resolve(root, link)
-            if resolved is not None and forbidden(resolved, link):
-                found.append(f"{link} -> {resolved}")
+            where = resolve(root, link)
+            if where is not None and forbidden(where, link):
+                found.append(f"{link} -> {where}")
+            elif where is not None:
+                resolved.append((link, where))
     except Unresolvable as exc:
         found.append(f"a link or folder the check cannot follow ({exc.strerror})")
+    standard = {f"/dev/{name}" for name in dev_links.STANDARD}
+    holders = {posixpath.dirname(link) for link, where in resolved if where in STREAMS and link not in standard}
+    for link, where in resolved:
+        if not _under(link, LOGGING_PLACES) and any(_under(h, [where]) for h in holders):
+            found.append(f"{link} -> {where}, a folder holding links to the standard streams")
     return found
 
 
@@ -176,6 +212,34 @@ def links_under(root: str, tops: Iterable[str], skip: frozenset[str] = frozenset
         finally:
             for _, open_fd, _ in stack:
                 os.close(open_fd)
+
+
+def head_inside(root: str, path: str, limit: int) -> tuple[bool, bytes | None]:
+    """Whether `path` inside the sandbox is there, and up to `limit` bytes of it if it is a
+    regular file (None for anything else: a FIFO, a device node is never opened). Reached one
+    folder at a time, never through a link: in the verifier's view a path that `resolve` gave
+    passes a link only where the view makes a real, empty directory, so it is not there."""
+    folder, name = posixpath.split(path)
+    fd = _open_dir(root, folder) if name else None
+    if fd is None:
+        return False, None
+    try:
+        try:
+            if not stat.S_ISREG(os.lstat(name, dir_fd=fd).st_mode):
+                return True, None
+            file = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=fd)
+        except FileNotFoundError:
+            return False, None
+        except OSError:
+            return True, None
+        try:
+            return True, os.read(file, limit)
+        except OSError:
+            return True, None
+        finally:
+            os.close(file)
+    finally:
+        os.close(fd)
 
 
 def _open_dir(root: str, path: str) -> int | None:

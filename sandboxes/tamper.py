@@ -30,7 +30,9 @@ keep working:
 - a new program in a PATH directory that shadows one later on PATH (`/usr/local/bin/python3`
   before `/usr/bin/python3`); the dynamic loader's preload list, its search configuration
   (`ld.so.conf*`; not `ld.so.cache`, which `ldconfig` rewrites after every `apt-get` that adds a
-  library) and Python's own config under /etc;
+  library) and Python's own config under /etc; a new library anywhere in a library tree named
+  like one the image has (`glibc-hwcaps/x86-64-v2/libtinfo.so.6`, which `ldconfig` puts ahead
+  of bash's own);
 - `/etc/nsswitch.conf` and `/etc/gconv`-style module lists, and a new NSS module
   (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
   looks up a user (bash at start-up) or converts a charset, the verifier's included;
@@ -141,6 +143,15 @@ _PERL_SITE = re.compile(
 _PERL_CORE = ("usr/lib/*/perl-base", "usr/lib/*/perl/*", "usr/share/perl/*")
 # Files glibc loads by name from its library directories into programs that never asked for them.
 _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)$")
+# A shared library anywhere in a library tree (glibc-hwcaps/x86-64-v2/, tls/ and the like are
+# searched before the directory above them), and the directories the loader searches by default.
+_LIBRARY_TREE = re.compile(r"^(usr/(local/)?)?lib(32|64|x32)?/.*\.so(\.\d+)*$")
+_TRIPLETS = ("x86_64-linux-gnu", "aarch64-linux-gnu", "i386-linux-gnu")
+LIBRARY_DIRS = tuple(
+    f"{top}{sub}"
+    for top in ("lib/", "lib64/", "usr/lib/", "usr/lib64/", "usr/local/lib/")
+    for sub in ("", *(f"{t}/" for t in _TRIPLETS))
+)
 # Python's landmarks: beside the interpreter or one directory up, they relocate its stdlib.
 _LANDMARK_DIRS = frozenset({"", "usr", "usr/local", *(d.rstrip("/") for d in PATH_DIRS)})
 READ_LIMIT = 1 << 20
@@ -154,12 +165,11 @@ _GIT_HAZARD = re.compile(rb"packobjectshook|\[\s*include|templatedir|attributesf
 _GIT_FILTER_PROGRAM = re.compile(rb"^\s*(smudge|clean|process)\s*=(?!\s*\"?git-lfs\b)", re.IGNORECASE | re.MULTILINE)
 
 
-def git_config_runs_programs(path: Path) -> bool:
-    """Whether the git config file at `path` (a regular file, read without following a link)
-    sets a program git runs by itself on a clone, or includes another file; a file that cannot
-    be read small and whole counts as one. git reads a BOM, `\\r` as a space, and several
-    `[section]` headers or a key on one line, so the text is searched in those forms too."""
-    head = _head(path)
+def git_config_runs_programs(head: bytes | None) -> bool:
+    """Whether a git config file that begins with `head` (None: not a regular file) sets a
+    program git runs by itself on a clone, or includes another file; a file that cannot be read
+    small and whole counts as one. git reads a BOM, `\\r` as a space, and several `[section]`
+    headers or a key on one line, so the text is searched in those forms too."""
     if head is None or len(head) >= READ_LIMIT:
         return True
     text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r", b"\n").replace(b"]", b"]\n")
@@ -173,7 +183,10 @@ def git_configs_that_run_programs(root: str) -> list[str]:
     found = []
     for name in GLOBAL_GIT_CONFIGS:
         where = links.resolve(root, name)
-        if where is not None and os.path.lexists(root + where) and git_config_runs_programs(Path(root + where)):
+        # Read a folder at a time, never through a link: `root + where` would let the host's
+        # kernel follow one the agent made (`/run -> /`) to the host's own files.
+        there, head = links.head_inside(root, where, READ_LIMIT) if where is not None else (False, None)
+        if there and git_config_runs_programs(head):
             found.append(name)
     return found
 
@@ -287,6 +300,15 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         return "a Python landmark that relocates the standard library"
     if st is not None and rel.startswith(SYSTEM_DIRS) and _GLIBC_MODULES.search(rel):
         return "a module glibc loads into every program (NSS, gconv)"
+    if (
+        st is not None
+        and _LIBRARY_TREE.match(rel)
+        and not _existed(rel, lowers, before)
+        and any(_existed(d + base, lowers, before) for d in LIBRARY_DIRS if d + base != rel)
+    ):
+        # A copy of libtinfo.so.6 in glibc-hwcaps/x86-64-v2/ and `ldconfig`: every bash, the
+        # verifier's included, loaded the agent's library first, which wrote the verdict.
+        return "a new library named like one the image has, where the loader may find it first"
     if base.split(".", 1)[0] in ("sitecustomize", "usercustomize") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
     if rel.startswith("etc/alternatives/") and st is not None and _an_image_program(path, upper, lowers):

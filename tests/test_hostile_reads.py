@@ -1,5 +1,6 @@
-"""Attacks on what the verifier reads, found by a red-team pass after issue 30's curriculum v6:
-the links of /dev, an answer linked to a standard stream, and files the agent made unreadable.
+"""Attacks on what the verifier reads, found by two red-team passes after issue 30's curriculum
+v6: the links of /dev, an answer linked to a standard stream, files the agent made unreadable,
+and links the engine itself followed out of the sandbox.
 
 Run as a task's "solution" under the oracle agent, on both backends. Each attack forged a pass
 on the local backend before its fix (the answer written is wrong); each test also runs the
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ctrf_test
-from tests.test_hardening import episode
+from engine.rollout.agents import OracleAgent
+from engine.rollout.episode import run_episode
+from engine.tasks import load_task
+from tests.conftest import ctrf_test, write_task
+from tests.test_hardening import CONFIGS, episode
 
 
 @pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
@@ -55,23 +59,64 @@ cat > /tests/test_secret.py <<'PY'
 def test_secret():
     expected = "s3cr3t-7f1c"
     print("looking for", expected)
-    assert expected in open('/app/out.txt').read()
+    assert expected in open('ANSWER').read()
 PY
 cd /app && python3 -m pytest /tests/test_secret.py -rA
 """
 
 
 @pytest.mark.parametrize(
-    "link",
-    ["ln -sf /dev/stdout /app/out.txt", "ln -s /proc/self/fd /app/fds && ln -s fds/1 /app/out.txt"],
-    ids=["dev-stdout", "through-a-folder-link"],
+    "link,answer",
+    [
+        ("ln -sf /dev/stdout /app/out.txt", "/app/out.txt"),
+        ("ln -s /proc/self/fd /app/fds && ln -s fds/1 /app/out.txt", "/app/out.txt"),
+        # A second pass: /dev/stdout removed while the link check ran, put back for the test.
+        ("rm -f /dev/stdout && ln -s /dev/stdout /app/out.txt", "/app/out.txt"),
+        # ... and a folder link to where a stream link may stand, neither link judged wrong alone.
+        (
+            "mkdir /dev/x && ln -s /proc/self/fd/1 /dev/x/result.txt && ln -s /dev/x /app/output",
+            "/app/output/result.txt",
+        ),
+        (
+            "mkdir -p /var/log/x && ln -s /dev/stdout /var/log/x/result.txt && ln -s /var/log/x /app/output",
+            "/app/output/result.txt",
+        ),
+    ],
+    ids=["dev-stdout", "through-a-folder-link", "dev-stdout-removed-first", "folder-in-dev", "folder-in-var-log"],
 )
-def test_an_answer_linked_to_a_standard_stream(tmp_path: Path, backend: str, link: str):
+def test_an_answer_linked_to_a_standard_stream(tmp_path: Path, backend: str, link: str, answer: str):
     """Under pytest's capture a test's fd 1 is a file: an answer linked to /dev/stdout read back
     what the test had printed, the expected value included, and passed. Services may log to the
-    streams from /var/log (tests/test_hostile_agents.py), an answer may not."""
-    r = episode(tmp_path, backend, "stdout-link", link, test=PRINTING_PYTEST)
+    streams from /var/log (tests/test_hostile_agents.py), an answer may not, by any path."""
+    r = episode(tmp_path, backend, "stdout-link", link, test=PRINTING_PYTEST.replace("ANSWER", answer))
     assert r.scored and not r.success and r.failure_mode == "tampered", (r.failure_mode, r.error)
+
+
+def test_an_answer_linked_to_a_descriptor_the_verifier_holds(tmp_path: Path, backend: str):
+    """With /dev/fd removed while the link check ran, `/app/out.txt -> /dev/fd/3` led nowhere;
+    put back for the test, it was whatever the reader had open as fd 3: `cmp -s
+    /tests/expected.txt /app/out.txt` compared the expected file with itself."""
+    test = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\n"
+        "if cmp -s /tests/expected.txt /app/out.txt; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n"
+    )
+    d = write_task(tmp_path, "fd-link", solve="rm -f /dev/fd && ln -s /dev/fd/3 /app/out.txt", test=test)
+    (d / "tests" / "expected.txt").write_text("s3cr3t-7f1c\n")
+    r = run_episode(load_task(d), OracleAgent(), config=CONFIGS[backend], backend=backend)
+    assert r.scored and not r.success and r.failure_mode == "tampered", (r.failure_mode, r.error)
+
+
+def test_the_engine_reads_no_host_file_through_the_agents_links(tmp_path: Path, backend: str):
+    """With `/run -> /` and `/root/.config -> /run/<a host folder>`, the engine's check of root's
+    git config opened `<host folder>/git/config` on the host: the verdict told the agent whether
+    a host file existed. In the verifier's view /run is a real folder, so there is no such config:
+    the honest answer passes, whatever the host holds."""
+    host = tmp_path / "host-only"
+    (host / "git").mkdir(parents=True)
+    (host / "git" / "config").write_text("[include]\n\tpath = /x\n")
+    solve = f"rm -rf /run && ln -s / /run && ln -s /run{host} /root/.config && echo hello > /app/out.txt"
+    r = episode(tmp_path, backend, "host-read", solve)
+    assert r.success, (r.failure_mode, r.error)
 
 
 NOTES = "/app/notes"
