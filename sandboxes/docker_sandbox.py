@@ -353,14 +353,14 @@ class DockerSandbox(SessionSandbox):
             self._events["disk_limit"] = self._events.get("disk_limit", 0) + 1
         if after is None:  # hard links count no inode, so the watcher need not have seen them
             raise EnvironmentTampered(f"the agent left over {limit} files and links: too many to check")
-        found = tamper.tampered(tamper.changes(self._layer_before, after), upper, lowers, self._layer_before)
+        init = self._init_pid()
+        root = f"/proc/{init}/root" if init is not None else None
+        found = tamper.tampered(tamper.changes(self._layer_before, after), upper, lowers, self._layer_before, root)
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
         # Links in the writable layer, and in the tmpfs mounts outside it (/tmp, /dev, /dev/shm).
-        init = self._init_pid()
-        if init is not None:
-            root = f"/proc/{init}/root"
+        if root is not None:
             made = ["/" + rel for rel, e in after.items() if e.kind == stat.S_IFLNK]
             found = links.leading_into_the_verifier(
                 root, itertools.chain(made, links.links_under(root, ["/tmp", "/dev"]))

@@ -52,6 +52,7 @@ New files elsewhere (a package pip installed, a library apt unpacked) are not ta
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -161,7 +162,11 @@ READ_LIMIT = 1 << 20
 # smudge on checkout (a committed .gitattributes names it), the hooks of a template directory or
 # a hooks path; and an include could bring in any of those. git-lfs's own filter is allowed.
 GLOBAL_GIT_CONFIGS = ("/root/.gitconfig", "/root/.config/git/config")
-_GIT_HAZARD = re.compile(rb"packobjectshook|\[\s*include|templatedir|attributesfile|hookspath", re.IGNORECASE)
+# insteadOf: `url.<x>.insteadOf /tests/` sends the tests' clone of their own repository to one
+# of the agent's; sshCommand and gitProxy run a program (their transports are also refused).
+_GIT_HAZARD = re.compile(
+    rb"packobjectshook|\[\s*include|templatedir|attributesfile|hookspath|insteadof|sshcommand|gitproxy", re.IGNORECASE
+)
 _GIT_FILTER_PROGRAM = re.compile(rb"^\s*(smudge|clean|process)\s*=(?!\s*\"?git-lfs\b)", re.IGNORECASE | re.MULTILINE)
 
 
@@ -235,11 +240,13 @@ def changes(before: Manifest, after: Manifest) -> list[str]:
     return sorted(changed)
 
 
-def tampered(changed: list[str], upper: Path, lowers: list[Path], before: Manifest) -> list[str]:
-    """The changed paths that touch what the verifier runs on (see the module's docstring)."""
+def tampered(changed: list[str], upper: Path, lowers: list[Path], before: Manifest, root: str | None) -> list[str]:
+    """The changed paths that touch what the verifier runs on (see the module's docstring).
+    `root`: the container's root as the host sees it (`/proc/<init>/root`), where a link the
+    check must follow is resolved as the container will, never on the host."""
     found = []
     for rel in changed:
-        reason = _why(rel, upper, lowers, before)
+        reason = _why(rel, upper, lowers, before, root)
         if reason:
             found.append(f"{'/' + rel} ({reason})")
     return found
@@ -251,7 +258,7 @@ def _existed(rel: str, lowers: list[Path], before: Manifest) -> bool:
     return any(os.path.lexists(lower / rel) for lower in lowers)
 
 
-def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
+def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest, root: str | None) -> str:
     if rel in ALWAYS_PROTECTED or rel.startswith(PROTECTED_PREFIXES):
         return "read or sourced by the verifier's programs"
     path = upper / rel
@@ -278,16 +285,20 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         name = (parts[1] if top == "__pycache__" and len(parts) > 1 else top).split(".", 1)[0]
         if name in RUNNER_PACKAGES:
             return "the test runner's packages"
+        if name in startup_imports(tuple(lowers)):
+            return "a module every Python process imports at start-up"
         if name in ("sitecustomize", "usercustomize"):
             return "start-up hook of every Python process"
         if top.endswith(".pth") and st is not None:
             return "a .pth file (it runs code or adds a directory to sys.path at start-up)"
         # importlib.metadata matches these folder names in any case (`X-1.0.DIST-INFO`).
+        if rel.lower().endswith(("dist-info", "egg-info")) and st is not None and stat.S_ISLNK(st.st_mode):
+            return "package metadata linked from elsewhere (its entry points would go unread)"
         if rel.lower().endswith(("dist-info/entry_points.txt", "egg-info/entry_points.txt")) and st is not None:
             head = _head(path)
             if head is None or len(head) >= READ_LIMIT:
                 return "an entry_points.txt that is not a small regular file"
-            if b"[pytest11]" in head:
+            if _declares_pytest_plugin(head):
                 return "declares a pytest plugin"
         return ""
     perl = _PERL_SITE.match(rel)
@@ -311,7 +322,7 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
         return "a new library named like one the image has, where the loader may find it first"
     if base.split(".", 1)[0] in ("sitecustomize", "usercustomize") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
-    if rel.startswith("etc/alternatives/") and st is not None and _an_image_program(path, upper, lowers):
+    if rel.startswith("etc/alternatives/") and st is not None and _an_image_program(path, upper, lowers, root):
         return ""  # `update-alternatives --set editor /usr/bin/vim.basic`: a program the image has
     if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
         return "a system file changed, replaced or removed"
@@ -322,17 +333,57 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest) -> str:
     return ""
 
 
-def _an_image_program(link: Path, upper: Path, lowers: list[Path]) -> bool:
+# What the image runs at every Python start-up: its .pth files' import lines and sitecustomize.
+_STARTUP_SOURCES = (
+    "etc/python3*/sitecustomize.py",
+    "usr/lib/python3*/*-packages/*.pth",
+    "usr/local/lib/python3*/*-packages/*.pth",
+)
+_IMPORTED = re.compile(
+    rb"\bimport\s+([A-Za-z_]\w*)|\bfrom\s+([A-Za-z_]\w*)[\w.]*\s+import\b|__import__\(\s*['\"]([A-Za-z_]\w*)"
+)
+
+
+@functools.lru_cache(maxsize=8)
+def startup_imports(lowers: tuple[Path, ...]) -> frozenset[str]:
+    """The top-level modules the image's start-up code imports (Debian's sitecustomize tries
+    `apport_python_hook`, which it lacks; setuptools' .pth imports `_distutils_hack`): a module
+    of that name the agent adds or changes in site-packages runs in every Python, the verifier's
+    pytest included, whatever the tests import."""
+    names: set[str] = set()
+    for lower in lowers:
+        for pattern in _STARTUP_SOURCES:
+            for source in lower.glob(pattern):
+                for match in _IMPORTED.finditer(_head(source) or b""):
+                    names.add(next(g for g in match.groups() if g).decode())
+    return frozenset(names) - {"os", "sys", "site"}
+
+
+def _declares_pytest_plugin(head: bytes) -> bool:
+    """Whether entry points hold a `pytest11` group as a plugin loader reads them: a line that
+    starts with `[` and ends with `]` is a section, named by what `strip("[]")` leaves for
+    importlib.metadata (so `[]pytest11]` is one) and by its inside, stripped, for pkg_resources
+    (`[ pytest11 ]`)."""
+    text = head.decode("utf-8", errors="replace")
+    return any(
+        line.startswith("[") and line.endswith("]") and "pytest11" in (line.strip("[]"), line[1:-1].strip())
+        for line in (raw.strip() for raw in text.splitlines())
+    )
+
+
+def _an_image_program(link: Path, upper: Path, lowers: list[Path], root: str | None) -> bool:
     """Whether `link` (an alternative) points, by an absolute path, to a program the image has
-    and the agent did not change or replace (nothing at that path in the writable layer)."""
+    and the agent did not change or replace (nothing at that path in the writable layer). The
+    path is resolved inside the container: on the host, the image's `/var/run -> /run` led to the
+    host's own /run, and a file there passed for one of the image's."""
     try:
         target = os.readlink(link)
     except OSError:
         return False
-    rel = os.path.normpath(target).lstrip("/")
-    if not target.startswith("/") or rel.startswith("..") or os.path.lexists(upper / rel):
+    where = links.resolve(root, target) if root is not None and target.startswith("/") else None
+    if where is None or where == "/" or links.head_inside(str(upper), where, 1)[0]:
         return False
-    return any(os.path.isfile(lower / rel) and not os.path.islink(lower / rel) for lower in lowers)
+    return any(links.head_inside(str(lower), where, 1)[1] is not None for lower in lowers)
 
 
 def _perl_core_module(module: str, upper: Path, lowers: list[Path]) -> bool:

@@ -146,6 +146,10 @@ GIT_OVERRIDES = (
     # command on the tests' `git clone`: the transports that run a command are off.
     ("protocol.ext.allow", "never"),
     ("protocol.fd.allow", "never"),
+    # ssh runs `core.sshCommand` and git:// `core.gitProxy` (a red-team pass rewrote the tests'
+    # file:// clone to either with insteadOf); sandboxes have no network to reach either by.
+    ("protocol.ssh.allow", "never"),
+    ("protocol.git.allow", "never"),
 )
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
