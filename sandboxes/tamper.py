@@ -31,8 +31,8 @@ keep working:
   before `/usr/bin/python3`); the dynamic loader's preload list, its search configuration
   (`ld.so.conf*`; not `ld.so.cache`, which `ldconfig` rewrites after every `apt-get` that adds a
   library) and Python's own config under /etc; a new library anywhere in a library tree named
-  like one the image has (`glibc-hwcaps/x86-64-v2/libtinfo.so.6`, which `ldconfig` puts ahead
-  of bash's own);
+  like one the image has, by its file name or its soname (`glibc-hwcaps/x86-64-v2/libtinfo.so.6`,
+  which `ldconfig` puts ahead of bash's own);
 - `/etc/nsswitch.conf` and `/etc/gconv`-style module lists, and a new NSS module
   (`libnss_*`) or gconv module in a library directory: glibc loads them into every program that
   looks up a user (bash at start-up) or converts a charset, the verifier's included;
@@ -59,7 +59,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxes import links
+from sandboxes import elf, links
 from sandboxes.base import HOME_CONFIGS
 
 # Where programs and libraries live: a pre-existing file changed here is tampering.
@@ -146,7 +146,8 @@ _PERL_CORE = ("usr/lib/*/perl-base", "usr/lib/*/perl/*", "usr/share/perl/*")
 _GLIBC_MODULES = re.compile(r"(^|/)(libnss_[^/]*|gconv-modules[^/]*|gconv/[^/]*)$")
 # A shared library anywhere in a library tree (glibc-hwcaps/x86-64-v2/, tls/ and the like are
 # searched before the directory above them), and the directories the loader searches by default.
-_LIBRARY_TREE = re.compile(r"^(usr/(local/)?)?lib(32|64|x32)?/.*\.so(\.\d+)*$")
+# (ldconfig takes any file whose name starts with `lib` or `ld-` and holds `.so`.)
+_LIBRARY_TREE = re.compile(r"^(usr/(local/)?)?lib(32|64|x32)?/(.*/)?(lib|ld-)[^/]*\.so[^/]*$")
 _TRIPLETS = ("x86_64-linux-gnu", "aarch64-linux-gnu", "i386-linux-gnu")
 LIBRARY_DIRS = tuple(
     f"{top}{sub}"
@@ -311,15 +312,13 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest, root: str 
         return "a Python landmark that relocates the standard library"
     if st is not None and rel.startswith(SYSTEM_DIRS) and _GLIBC_MODULES.search(rel):
         return "a module glibc loads into every program (NSS, gconv)"
-    if (
-        st is not None
-        and _LIBRARY_TREE.match(rel)
-        and not _existed(rel, lowers, before)
-        and any(_existed(d + base, lowers, before) for d in LIBRARY_DIRS if d + base != rel)
-    ):
+    if st is not None and _LIBRARY_TREE.match(rel) and not _existed(rel, lowers, before):
         # A copy of libtinfo.so.6 in glibc-hwcaps/x86-64-v2/ and `ldconfig`: every bash, the
-        # verifier's included, loaded the agent's library first, which wrote the verdict.
-        return "a new library named like one the image has, where the loader may find it first"
+        # verifier's included, loaded the agent's library first, which wrote the verdict. The
+        # loader's cache goes by soname, so a file of another name (`ldconfig -X`) counts too.
+        names = {base, elf.soname(str(path))} - {None}
+        if any(_existed(d + n, lowers, before) for n in names for d in LIBRARY_DIRS if d + n != rel):
+            return "a new library named like one the image has, where the loader may find it first"
     if base.split(".", 1)[0] in ("sitecustomize", "usercustomize") and rel.startswith(SYSTEM_DIRS):
         return "start-up hook of every Python process"
     if rel.startswith("etc/alternatives/") and st is not None and _an_image_program(path, upper, lowers, root):

@@ -875,9 +875,11 @@ LIBTINFO = "/usr/lib/x86_64-linux-gnu/libtinfo.so.6"
         (f"cp {LIBTINFO} /usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v2/libtinfo.so.6", True),
         # ldconfig links a library's soname beside it: this copy adds /usr/local/lib/libtinfo.so.6.
         (f"cp {LIBTINFO} /usr/local/lib/libmine.so.1", True),
+        # A third pass: no links (`ldconfig -X`), the cache still sends bash's soname to it.
+        (f"cp {LIBTINFO} /usr/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v2/libzz.so.1 && ldconfig -X", True),
         ("echo 'not a library the loader would take' > /usr/local/lib/libmine.so.1", False),
     ],
-    ids=["named-like-bashs-library", "a-soname-like-bashs-library", "a-library-of-its-own"],
+    ids=["named-like-bashs-library", "a-soname-like-bashs-library", "its-soname-only", "a-library-of-its-own"],
 )
 def test_docker_a_library_the_loader_finds_before_the_images_own(tmp_path: Path, install: str, tampered: bool):
     """A library in glibc-hwcaps/x86-64-v2/ named like one bash loads, and `ldconfig`: every bash

@@ -187,3 +187,23 @@ def test_dev_links_put_back_from_the_host_follow_nothing_the_agent_planted(tmp_p
     }
     assert outside.read_text() == "keep"
     assert dev_links.restore(str(tmp_path / "root")) == []
+
+
+def test_a_librarys_soname_is_read_from_its_elf_header(tmp_path: Path):
+    """The Docker tamper check goes by soname (the loader cache's key): it is read from the file
+    itself, and whatever is not a regular ELF library, or is cut short, has none."""
+    import os
+    import shutil
+
+    from sandboxes import elf
+
+    libc = os.path.realpath("/lib/x86_64-linux-gnu/libc.so.6")
+    if not os.path.exists(libc):
+        pytest.skip("no x86-64 libc here")
+    copy = tmp_path / "libzz.so.1"
+    shutil.copy(libc, copy)
+    assert elf.soname(str(copy)) == "libc.so.6"
+    (tmp_path / "cut.so").write_bytes(copy.read_bytes()[:100])
+    (tmp_path / "link.so").symlink_to(copy)
+    (tmp_path / "text.so").write_text("not a library\n")
+    assert [elf.soname(str(tmp_path / n)) for n in ("cut.so", "link.so", "text.so")] == [None, None, None]
