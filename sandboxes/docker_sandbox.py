@@ -29,7 +29,7 @@ import tarfile
 import threading
 from pathlib import Path
 
-from sandboxes import dev_links, links, tamper
+from sandboxes import dev_links, ld_cache, links, tamper
 from sandboxes.base import (
     VERIFIER_RESULTS_LIMIT,
     AgentProcessesSurvived,
@@ -108,6 +108,7 @@ class DockerSandbox(SessionSandbox):
         self._watchdog: threading.Thread | None = None
         self._watching = True  # the agent's turn: past the disk limit its processes are ended
         self._layer_before: tamper.Manifest | None = None
+        self._ld_cache_before: ld_cache.Cache | None = None
         self._disk_ended = ""  # why the disk watcher ended the sandbox
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -330,6 +331,12 @@ class DockerSandbox(SessionSandbox):
     def agent_turn_starts(self) -> None:
         layer = self._layer()
         self._layer_before = tamper.snapshot(layer[0], MAX_LAYER_FILES) if layer else None
+        init = self._init_pid()
+        try:
+            self._ld_cache_before = ld_cache.read(f"/proc/{init}/root") if init is not None else None
+        except ld_cache.Unreadable:  # the image's own: nothing of the agent's to judge by it
+            log.warning("container %s: its loader cache could not be read", self._container.id)  # type: ignore[union-attr]
+            self._ld_cache_before = None
 
     def prepare_for_verification(self) -> None:
         """End every process but pid 1 (the agent's shell, its jobs, its daemons), then check the
@@ -361,6 +368,13 @@ class DockerSandbox(SessionSandbox):
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")
         # Links in the writable layer, and in the tmpfs mounts outside it (/tmp, /dev, /dev/shm).
         if root is not None:
+            try:
+                moved = ld_cache.redirected(self._ld_cache_before, ld_cache.read(root))
+            except ld_cache.Unreadable as exc:
+                raise EnvironmentTampered(f"the loader's cache cannot be read: {exc}") from None
+            if moved:
+                shown = ", ".join(moved[:3])
+                raise EnvironmentTampered(f"the loader's cache sends the image's libraries elsewhere: {shown}")
             made = ["/" + rel for rel, e in after.items() if e.kind == stat.S_IFLNK]
             found = links.leading_into_the_verifier(
                 root, itertools.chain(made, links.links_under(root, ["/tmp", "/dev"]))

@@ -31,7 +31,7 @@ def soname(path: str) -> str | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return _soname(fd)
-    except (OSError, struct.error, ValueError):
+    except (OSError, OverflowError, struct.error, ValueError):
         return None
     finally:
         os.close(fd)

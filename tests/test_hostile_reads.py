@@ -207,3 +207,20 @@ def test_a_librarys_soname_is_read_from_its_elf_header(tmp_path: Path):
     (tmp_path / "link.so").symlink_to(copy)
     (tmp_path / "text.so").write_text("not a library\n")
     assert [elf.soname(str(tmp_path / n)) for n in ("cut.so", "link.so", "text.so")] == [None, None, None]
+
+
+def test_the_loader_cache_is_read_as_the_loader_reads_it(tmp_path: Path):
+    """Docker compares the image's loader cache with the one the agent leaves: a soname the
+    image had that now leads to another path is what sent bash to the agent's library."""
+    from sandboxes import ld_cache
+
+    host = Path("/etc/ld.so.cache")
+    if not host.exists():
+        pytest.skip("no loader cache on this machine")
+    cache = ld_cache.parse(host.read_bytes())
+    assert any(name.startswith("libc.so.") for name in cache)
+    moved = {**cache, "libc.so.6": cache["libc.so.6"] | {"/opt/evil/libc.so.6"}}
+    assert ld_cache.redirected(cache, moved) == ["libc.so.6 -> /opt/evil/libc.so.6"]
+    assert ld_cache.redirected(cache, {**cache, "libnew.so.1": frozenset({"/usr/local/lib/libnew.so.1"})}) == []
+    with pytest.raises(ld_cache.Unreadable):
+        ld_cache.parse(host.read_bytes()[:60])
