@@ -371,8 +371,9 @@ def _declares_pytest_plugin(head: bytes) -> bool:
 
 
 def _an_image_program(link: Path, upper: Path, lowers: list[Path], root: str | None) -> bool:
-    """Whether `link` (an alternative) points, by an absolute path, to a program the image has
-    and the agent did not change or replace (nothing at that path in the writable layer). The
+    """Whether `link` (an alternative) points, by an absolute path, to a program the image has,
+    registers as one of that alternative's choices, and the agent did not change or replace
+    (nothing at that path in the writable layer). The
     path is resolved inside the container: on the host, the image's `/var/run -> /run` led to the
     host's own /run, and a file there passed for one of the image's."""
     try:
@@ -382,7 +383,20 @@ def _an_image_program(link: Path, upper: Path, lowers: list[Path], root: str | N
     where = links.resolve(root, target) if root is not None and target.startswith("/") else None
     if where is None or where == "/" or links.head_inside(str(upper), where, 1)[0]:
         return False
-    return any(links.head_inside(str(lower), where, 1)[1] is not None for lower in lowers)
+    if not any(links.head_inside(str(lower), where, 1)[1] is not None for lower in lowers):
+        return False
+    # And one the image registers for this name: `/bin/false` is a program of the image too, and
+    # as `which` it turned a `! which perl` check into a pass (a fourth red-team pass).
+    registered = f"/var/lib/dpkg/alternatives/{link.name}"
+    for lower in lowers:
+        _, listing = links.head_inside(str(lower), registered, READ_LIMIT)
+        # The links themselves (`/usr/bin/which`, which leads through the alternative just set)
+        # come first, up to a blank line; the choices, with their priorities, after it.
+        _, _, choices = (listing or b"").decode("utf-8", errors="replace").partition("\n\n")
+        for line in choices.splitlines():
+            if line.startswith("/") and root is not None and links.resolve(root, line) == where:
+                return True
+    return False
 
 
 def _perl_core_module(module: str, upper: Path, lowers: list[Path]) -> bool:

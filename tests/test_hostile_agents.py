@@ -983,6 +983,16 @@ def test_docker_an_alternative_is_judged_inside_the_container(tmp_path: Path):
 
 
 @docker_only
+def test_docker_an_alternative_set_to_a_program_it_does_not_register_is_tampering(tmp_path: Path):
+    """`/bin/false` is a program of the image, but not a `which`: as one, it turned a `! which
+    perl` check into a pass (a fourth red-team pass)."""
+    test = ctrf_test(("no_perl", "! which perl"), ("out_is_hello", 'test "$(cat /app/out.txt)" = hello'))
+    solve = "ln -sfn /bin/false /etc/alternatives/which && echo hello > /app/out.txt"
+    r = episode(tmp_path, "docker", "alt-which", solve, test=test, setup="mkdir -p /app")
+    assert r.scored and not r.success and r.failure_mode == "tampered", (r.failure_mode, r.error, r.checks)
+
+
+@docker_only
 def test_docker_an_alternative_set_to_another_program_of_the_image_is_not_tampering(tmp_path: Path):
     """`update-alternatives --set pager /usr/bin/more` (what a task may ask for): the link now
     names a program the image has and the agent did not touch."""
