@@ -44,6 +44,8 @@ ALLOWED_PROC = STREAMS | {"/proc/self/mounts", "/proc/mounts", "/proc/kcore"}
 # that reads back what the reader has written: under pytest's capture a test's fd 1 is a file,
 # and `/app/out.txt -> /dev/stdout` handed the test what it had printed (the expected value).
 LOGGING_PLACES = ("/dev", "/var/log", "/run", "/var/run")
+# /dev's own stream links: every /dev holds them, so they make no folder a holder of streams.
+_DEV_STREAMS = frozenset(f"/dev/{name}" for name in dev_links.STANDARD)
 MAX_HOPS = 40  # the kernel's own limit on links in one path
 # Links checked at most; past that, the check itself fails closed. Symlink farms (`cp -rs`, stow,
 # pnpm's node_modules) hold tens of thousands; each takes a few lstat calls.
@@ -84,7 +86,7 @@ def resolve(root: str, path: str) -> str | None:
             done = posixpath.dirname(done.rstrip("/")) or "/"
             continue
         here = posixpath.join(done, part)
-        if here in MADE_REAL or _under(here, fresh) and here not in fresh:
+        if here in MADE_REAL or (_under(here, fresh) and here not in fresh):
             if here in MADE_REAL and not _under(here, fresh) and not _is_real_dir(root + here):
                 fresh.append(here)
             done = here
@@ -159,8 +161,7 @@ def leading_into_the_verifier(root: str, links: Iterable[str]) -> list[str]:
                 resolved.append((link, where))
     except Unresolvable as exc:
         found.append(f"a link or folder the check cannot follow ({exc.strerror})")
-    standard = {f"/dev/{name}" for name in dev_links.STANDARD}
-    holders = {posixpath.dirname(link) for link, where in resolved if where in STREAMS and link not in standard}
+    holders = {posixpath.dirname(link) for link, where in resolved if where in STREAMS and link not in _DEV_STREAMS}
     for link, where in resolved:
         if not _under(link, LOGGING_PLACES) and any(_under(h, [where]) for h in holders):
             found.append(f"{link} -> {where}, a folder holding links to the standard streams")
