@@ -128,6 +128,23 @@ HOME_CONFIGS = (
     ".pydistutils.cfg",
     ".config/pip",
     ".config/uv",
+    # Read by a program itself at every start, through root's passwd entry rather than $HOME:
+    # `.print <answer>` then `.output /dev/null` in ~/.sqliterc made every query the tests ran
+    # print the expected answer (a red-team pass); `.system`, `\!`, `system()` run programs.
+    ".sqliterc",
+    ".config/sqlite3",
+    ".psqlrc",
+    ".Rprofile",
+    ".gdbinit",
+    ".config/gdb",
+    ".irbrc",
+    # Cargo's `build.rustc-wrapper` and go's `GOFLAGS=-toolexec=` run a program of the agent's
+    # on every build the tests make; matplotlib imports the backend module its rc names.
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".config/go",
+    ".config/matplotlib",
+    ".matplotlib",
 )
 
 

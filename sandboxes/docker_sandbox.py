@@ -384,6 +384,9 @@ class DockerSandbox(SessionSandbox):
             git = tamper.git_configs_that_run_programs(root)
             if git:
                 raise EnvironmentTampered(f"{', '.join(git)}: git settings that run programs on the tests' clone")
+            linked = tamper.home_configs_elsewhere(root)
+            if linked:
+                raise EnvironmentTampered(f"{', '.join(linked[:3])}: root's configuration reached through a link")
             dev_links.put_back(root)
 
     def _teardown(self) -> None:

@@ -391,6 +391,9 @@ class LocalSandbox(SessionSandbox):
         git = tamper.git_configs_that_run_programs(root)
         if git:
             raise EnvironmentTampered(f"{', '.join(git)}: git settings that run programs on the tests' clone")
+        linked = tamper.home_configs_elsewhere(root)
+        if linked:
+            raise EnvironmentTampered(f"{', '.join(linked[:3])}: root's configuration reached through a link")
 
     def _exec_private(self, command: str, timeout: float, req: PrivateExec) -> tuple[ExecResult, Path | None]:
         """The verifier's view: private mount and pid namespaces with tmpfs at each upload and at

@@ -80,14 +80,20 @@ def build(
     for d in map(shell_quote, dirs):
         lines.append(f"real_dir {d} || {{ echo 'trsi: cannot make '{d} >&2; exit {SETUP_FAILED}; }}")
         lines.append(f"{t['mount']} -t tmpfs -o size={size_mb}m,mode=0755 trsi-private {d} || exit {SETUP_FAILED}")
+    # A masked file is covered by an empty one in this view only; the agent's copy stays. A link
+    # is removed instead: a mount would follow it (and fail, or cover its target). Nothing is
+    # mounted through a link on the way, or a folder the agent swapped for one (/root/.config ->
+    # /usr/lib/python3/dist-packages) put the mask on the image's own files; the engine has
+    # refused such a link already where something is behind it (tamper.home_configs_elsewhere).
+    lines.append(
+        'mask() { (p=; IFS=/; set -f; for c in $1; do [ -n "$c" ] || continue; '
+        'if [ -n "$p" ] && { [ -L "$p" ] || [ ! -d "$p" ]; }; then exit 0; fi; p="$p/$c"; done; '
+        f'if [ -L "$p" ]; then {t["rm"]} -f -- "$p" || exit 1; elif [ -e "$p" ]; then '
+        f'{t["mount"]} --bind /dev/null "$p" 2>/dev/null || '
+        f'{t["mount"]} -t tmpfs -o size=4k,mode=0555 trsi-mask "$p" || exit 1; fi) }}'
+    )
     for m in map(shell_quote, masks):
-        # A masked file is covered by an empty one in this view only; the agent's copy stays. A
-        # link is removed instead: a mount would follow it (and fail, or cover its target).
-        lines.append(
-            f"if [ -L {m} ]; then {t['rm']} -f -- {m} || exit {SETUP_FAILED}; elif [ -e {m} ]; then "
-            f"{t['mount']} --bind /dev/null {m} 2>/dev/null || "
-            f"{t['mount']} -t tmpfs -o size=4k,mode=0555 trsi-mask {m} || exit {SETUP_FAILED}; fi"
-        )
+        lines.append(f"mask {m} || exit {SETUP_FAILED}")
     inner = f"cd -- {shell_quote(cwd)} || exit 1\n{command}"
     env_words = " ".join(shell_quote(f"{k}={v}") for k, v in inner_env.items())
     # With collect_fd 1, the command's output goes to stderr.

@@ -82,6 +82,9 @@ SYSTEM_DIRS = (
     "usr/local/sbin/",
     "usr/local/lib/",
     "etc/python",
+    # The maintainer scripts of the image's packages: dpkg runs them (a trigger of libc-bin's on
+    # any install), as root, when a test.sh installs a package.
+    "var/lib/dpkg/info/",
     # /usr/bin/awk -> /etc/alternatives/awk -> the program: the link here picks what runs.
     "etc/alternatives/",
 )
@@ -111,7 +114,6 @@ ALWAYS_PROTECTED = (
     "etc/ssl/openssl.cnf",
     "usr/lib/ssl/openssl.cnf",
     "usr/local/ssl/openssl.cnf",
-    "etc/apt/apt.conf",
     "etc/gitconfig",
     "etc/npmrc",
     "usr/etc/npmrc",
@@ -122,6 +124,7 @@ ALWAYS_PROTECTED = (
     "usr/pip.conf",
     "usr/local/pip.conf",
     "etc/uv/uv.toml",
+    "etc/wgetrc",
     # The same in root's HOME (the verifier runs as root, with root's HOME), sandboxes/base.py.
     # Not ~/.gitconfig, where agents set their identity: the verifier overrides the programs git
     # runs by itself above every config file (engine/rollout/verifier.py).
@@ -129,7 +132,17 @@ ALWAYS_PROTECTED = (
 )
 PROTECTED_PREFIXES = (
     "etc/ld.so.conf.d/",
-    "etc/apt/apt.conf.d/",
+    # apt's and dpkg's whole configuration: a source of the agent's (`deb [trusted=yes]
+    # file:/opt/r ./` in sources.list.d) made a test.sh's `apt-get install -y curl` install the
+    # agent's package, offline, whose pre-install script wrote the verdict; dpkg.cfg.d runs
+    # `pre-invoke` commands. (A package list planted for the image's own source is not read: apt
+    # wants its Release file signed by a key of /etc/apt's.)
+    "etc/apt/",
+    "etc/dpkg/",
+    # git's built-in template directory: its hooks go into every repository the tests make.
+    "usr/share/git-core/",
+    # uv reads the XDG one before /etc/uv/uv.toml.
+    "etc/xdg/uv/",
     "etc/perl/",
     "etc/xdg/pip/",
     *(f"root/{name}/" for name in HOME_CONFIGS),
@@ -160,26 +173,76 @@ READ_LIMIT = 1 << 20
 # root's own git configuration, which agents set their identity in and which is not protected as
 # a whole. But from it git runs programs on the tests' `git clone file://...`: a
 # `uploadpack.packObjectsHook` (no environment setting reaches a local upload-pack), a filter's
-# smudge on checkout (a committed .gitattributes names it), the hooks of a template directory or
-# a hooks path; and an include could bring in any of those. git-lfs's own filter is allowed.
+# smudge on checkout (a committed .gitattributes names it), a diff driver on `git diff`, the hooks
+# of a template directory or a hooks path; and an include could bring in any of those.
 GLOBAL_GIT_CONFIGS = ("/root/.gitconfig", "/root/.config/git/config")
 # insteadOf: `url.<x>.insteadOf /tests/` sends the tests' clone of their own repository to one
-# of the agent's; sshCommand and gitProxy run a program (their transports are also refused).
+# of the agent's; sshCommand and gitProxy run a program (their transports are also refused);
+# diff.external and a diff driver's textconv run one on `git diff` and `git log -p`.
 _GIT_HAZARD = re.compile(
-    rb"packobjectshook|\[\s*include|templatedir|attributesfile|hookspath|insteadof|sshcommand|gitproxy", re.IGNORECASE
+    rb"packobjectshook|\[\s*include|templatedir|attributesfile|hookspath|insteadof|sshcommand|gitproxy|external|textconv",
+    re.IGNORECASE,
 )
-_GIT_FILTER_PROGRAM = re.compile(rb"^\s*(smudge|clean|process)\s*=(?!\s*\"?git-lfs\b)", re.IGNORECASE | re.MULTILINE)
+# What `git lfs install` writes, the only filter commands allowed, and only in [filter "lfs"]
+# (which the verifier turns off: engine/rollout/verifier.py). Anything else is a program git
+# runs through the shell: `git-lfs >/dev/null; /app/hook` began like git-lfs's own.
+GIT_LFS_FILTER = {"smudge": "git-lfs smudge -- %f", "clean": "git-lfs clean -- %f", "process": "git-lfs filter-process"}
+_SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]$')
+_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
+
+
+def _runs_a_program(section: str, sub: str | None, key: str, value: str) -> bool:
+    """Whether one `key = value` of git config section `[section "sub"]` names a program git
+    runs by itself: a filter other than git-lfs's own, or a diff or merge driver."""
+    if section == "filter" and key in GIT_LFS_FILTER:
+        return sub != "lfs" or value != GIT_LFS_FILTER[key]
+    return (section, key) in {("diff", "command"), ("merge", "driver")}
+
+
+def _value(raw: str) -> str:
+    """A git config value as git reads it, for the simple forms: surrounding quotes removed and
+    a trailing comment dropped. Escapes are left as written, so they never equal an allowed
+    value."""
+    out, quoted = [], False
+    for ch in raw:
+        if ch == '"':
+            quoted = not quoted
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            out.append(ch)
+    return "".join(out).strip()
 
 
 def git_config_runs_programs(head: bytes | None) -> bool:
     """Whether a git config file that begins with `head` (None: not a regular file) sets a
-    program git runs by itself on a clone, or includes another file; a file that cannot be read
-    small and whole counts as one. git reads a BOM, `\\r` as a space, and several `[section]`
-    headers or a key on one line, so the text is searched in those forms too."""
+    program git runs by itself on a clone or a diff, or includes another file; a file that
+    cannot be read small and whole counts as one. git reads a BOM, `\\r` as a space, several
+    `[section]` headers or a key on one line, and a value continued on the next line (`\\` at a
+    line's end), so the text is searched in those forms too, and a continued line counts as one."""
     if head is None or len(head) >= READ_LIMIT:
         return True
     text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r", b"\n").replace(b"]", b"]\n")
-    return bool(_GIT_HAZARD.search(text) or _GIT_FILTER_PROGRAM.search(text))
+    if _GIT_HAZARD.search(text) or re.search(rb"\\\s*\n", text):
+        return True
+    section, sub = "", None
+    for line in text.decode("utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("["):
+            m = _SECTION.match(line)
+            if m is None:
+                return True  # a header git may read otherwise than this: fail closed
+            name, sub = m.group(1).lower(), m.group(2)
+            # `[filter.lfs]`, the old form: the subsection after the first dot, lower-cased.
+            section, _, dotted = name.partition(".")
+            sub = sub if sub is not None else (dotted or None)
+            continue
+        m = _KEY.match(line)
+        if m and _runs_a_program(section, sub, m.group(1).lower(), _value(m.group(2) or "")):
+            return True
+    return False
 
 
 def git_configs_that_run_programs(root: str) -> list[str]:
@@ -194,6 +257,25 @@ def git_configs_that_run_programs(root: str) -> list[str]:
         there, head = links.head_inside(root, where, READ_LIMIT) if where is not None else (False, None)
         if there and git_config_runs_programs(head):
             found.append(name)
+    return found
+
+
+def home_configs_elsewhere(root: str) -> list[str]:
+    """root's configuration files (HOME_CONFIGS) that a link on the way to them leads elsewhere,
+    where something is. The local view masks each at its own path, and the Docker check refuses
+    each there, so a link from /root/.config to a folder of the agent's would go round both; and
+    the local view, mounting its mask through such a link, covered the image's own pip with an
+    empty folder (a red-team pass: `! python3 -m pip show pytest` passed)."""
+    found = []
+    for name in HOME_CONFIGS:
+        path = f"/root/{name}"
+        try:
+            where = links.resolve(root, path)
+        except links.Unresolvable:
+            found.append(path)
+            continue
+        if where is not None and where != path and links.head_inside(root, where, 1)[0]:
+            found.append(path)
     return found
 
 

@@ -150,7 +150,15 @@ GIT_OVERRIDES = (
     # file:// clone to either with insteadOf); sandboxes have no network to reach either by.
     ("protocol.ssh.allow", "never"),
     ("protocol.git.allow", "never"),
+    # git-lfs's filter, the one filter root's config may name (sandboxes/tamper.py): off, so that
+    # no `git-lfs` program runs, the agent's own in /usr/local/bin included (an empty value is
+    # no filter). With no network, a clone has no LFS content to fetch anyway.
+    ("filter.lfs.smudge", ""),
+    ("filter.lfs.clean", ""),
+    ("filter.lfs.process", ""),
+    ("filter.lfs.required", "false"),
 )
+GUARD_DIR = "/run/trsi-verifier-guard"
 HARDENED_ENV = {
     "PYTHONNOUSERSITE": "1",
     "PYTHONDONTWRITEBYTECODE": "1",
@@ -160,14 +168,18 @@ HARDENED_ENV = {
     "GIT_CONFIG_COUNT": str(len(GIT_OVERRIDES)),
     **{f"GIT_CONFIG_KEY_{i}": key for i, (key, _) in enumerate(GIT_OVERRIDES)},
     **{f"GIT_CONFIG_VALUE_{i}": value for i, (_, value) in enumerate(GIT_OVERRIDES)},
+    # New repositories (the tests' `git init`, `git clone`) take their hooks from git's template
+    # directory, by default /usr/share/git-core/templates, which a root agent can write on Docker:
+    # a post-checkout hook there ran on the tests' clone. An empty one of the engine's instead.
+    "GIT_TEMPLATE_DIR": f"{GUARD_DIR}/git-templates",
 }
 GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
-GUARD_DIR = "/run/trsi-verifier-guard"
 # The guard goes in front of whatever PYTHONPATH the image sets. Python drops a PYTHONPATH entry
 # it cannot reach without a word, so the verifier fails closed (no report: a zero) where the guard
 # cannot be read by the test's own user: an agent's `chmod 000 /run` made the guard vanish.
 VERIFIER_COMMAND = (
     f"[ -r {GUARD_DIR}/sitecustomize.py ] || {{ echo 'trsi: the verifier guard cannot be read' >&2; exit 1; }}\n"
+    f"mkdir -p {GUARD_DIR}/git-templates || exit 1\n"
     f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
 )
 # pytest looks for its ini file from /tests upwards, so files at the root written by the agent

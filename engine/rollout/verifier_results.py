@@ -81,6 +81,10 @@ _PYTEST_STATUS: dict[str, CheckStatus] = {
 
 
 _PYTEST_FINAL = re.compile(r"^=+ (.*) in [0-9.]+s(?: \([^)]*\))? =+$")
+# pytest's final line is short: its counts, the time and a few words. A longer last line is not
+# pytest's, and the regex above backtracks over it in quadratic time (a 512 KiB line of the
+# agent's held the engine's GIL for 11 s, a red-team pass found).
+PYTEST_FINAL_MAX = 400
 _PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 
 
@@ -92,7 +96,8 @@ def parse_pytest_summary(output: str) -> list[CheckResult]:
     lines = output.rstrip().splitlines()
     if not lines:
         return []
-    final = _PYTEST_FINAL.match(lines[-1].strip())
+    last = lines[-1].strip()
+    final = _PYTEST_FINAL.match(last) if len(last) <= PYTEST_FINAL_MAX else None
     if final is None:
         return []
     header = max((i for i, line in enumerate(lines) if "short test summary info" in line), default=-1)

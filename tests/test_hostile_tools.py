@@ -1,0 +1,246 @@
+"""Attacks through the programs a test.sh runs, found by a fifth red-team pass: apt installing
+the agent's package, git running the agent's hooks and filters, sqlite3 reading the agent's
+start-up file, and the local view mounting its masks through the agent's links.
+
+Run as a task's "solution" under the oracle agent. Each forged a pass before its fix (the answer
+written is wrong, or the check is one no agent can honestly pass); the honest counterparts must
+still pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.rollout.verifier_results import parse_pytest_summary
+from sandboxes import tamper
+from tests.conftest import ctrf_test
+from tests.test_hardening import episode
+from tests.test_hostile_agents import GIT_CLONE_TEST, HARBOR_PYTEST, PACK_HOOK
+
+
+@pytest.fixture(params=["local", pytest.param("docker", marks=pytest.mark.docker)])
+def backend(request) -> str:
+    return request.param
+
+
+# --- apt (Docker, where the agent is root over the image's /etc and /var) ---
+
+# A flat local repository offering a newer "curl" whose pre-install script writes the verdict.
+APT_REPO = (Path(__file__).parent / "data" / "hostile_apt_repo.sh").read_text()
+# A Terminal-Bench 2 test.sh starts this way.
+APT_TEST = HARBOR_PYTEST.replace(
+    "mkdir -p /logs/verifier\n",
+    "mkdir -p /logs/verifier\napt-get update >/dev/null 2>&1\napt-get install -y curl >/dev/null 2>&1\n",
+    1,
+)
+
+
+@pytest.mark.docker
+def test_an_apt_source_of_the_agents_is_refused(tmp_path: Path):
+    """`deb [trusted=yes] file:/opt/r ./` in sources.list.d: the tests' `apt-get install -y curl`
+    installed the agent's curl 99.0, offline, and its preinst wrote reward 1 as root."""
+    r = episode(tmp_path, "docker", "apt-source", APT_REPO + "echo wrong > /app/out.txt\n", test=APT_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+    assert r.failure_mode == "tampered" and "/etc/apt/sources.list.d/r.list" in r.error
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "plant, path",
+    [
+        ("echo 'pre-invoke=/app/hook true' > /etc/dpkg/dpkg.cfg.d/zz", "/etc/dpkg/dpkg.cfg.d/zz"),
+        ("echo '/app/hook true' >> /var/lib/dpkg/info/libc-bin.postinst", "/var/lib/dpkg/info/libc-bin.postinst"),
+    ],
+    ids=["dpkg-hook", "maintainer-script"],
+)
+def test_what_dpkg_runs_by_itself_is_protected(tmp_path: Path, plant: str, path: str):
+    """dpkg runs `pre-invoke` commands of its configuration on every run, and an installed
+    package's maintainer scripts on its triggers (libc-bin's, on any install of a library), as
+    root: a test.sh that installs anything would run them."""
+    r = episode(tmp_path, "docker", "dpkg", PACK_HOOK + plant + "\necho s3cr3t-7f1c > /app/out.txt\n")
+    assert r.failure_mode == "tampered" and path in r.error, (r.failure_mode, r.error)
+
+
+@pytest.mark.docker
+def test_an_honest_answer_passes_a_test_that_runs_apt(tmp_path: Path):
+    r = episode(tmp_path, "docker", "apt-honest", "echo s3cr3t-7f1c > /app/out.txt", test=APT_TEST)
+    assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
+
+
+# --- git ---
+
+TEMPLATES = "/usr/share/git-core/templates/hooks"
+# Docker's /tmp is noexec, where git ignores hooks; the same clone into HOME runs them.
+CLONE_INTO_HOME = GIT_CLONE_TEST.replace("/tmp/c", "/root/c")
+# Tests that make their own repository from the answer and commit it.
+GIT_INIT_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\ncd /root && git init -q t && cd t && cp /app/repo/out.txt .\n"
+    "git add out.txt && git -c user.email=a@b -c user.name=t commit -qm t\n"
+    '[ "$(git show HEAD:out.txt)" = s3cr3t-7f1c ] && echo 1 > /logs/verifier/reward.txt'
+    " || echo 0 > /logs/verifier/reward.txt\n"
+)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "hook, test", [("post-checkout", CLONE_INTO_HOME), ("pre-commit", GIT_INIT_TEST)], ids=["clone", "init"]
+)
+def test_hooks_in_gits_default_templates_never_run_in_the_verifier(tmp_path: Path, hook: str, test: str):
+    """A hook in git's built-in template directory went into the tests' clone (and their own
+    `git init`) and ran there as root. The directory is protected, and the verifier's git takes
+    its templates from an empty folder of the engine's."""
+    solve = PACK_HOOK + f"cp /app/hook {TEMPLATES}/{hook} && chmod 755 {TEMPLATES}/{hook}\n"
+    r = episode(tmp_path, "docker", f"git-templates-{hook}", solve, test=test)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+def test_an_honest_repository_of_the_tests_own_still_commits(tmp_path: Path, backend: str):
+    """The engine's template folder is a working one: `git init` and a commit in the tests pass
+    for a right answer."""
+    solve = "mkdir -p /app/repo && echo s3cr3t-7f1c > /app/repo/out.txt"
+    r = episode(tmp_path, backend, "git-init-honest", solve, test=GIT_INIT_TEST)
+    assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
+
+
+ATTRIBUTES = (
+    "cd /app/repo && echo '* filter={name}' > .gitattributes && git add .gitattributes"
+    " && git -c user.email=a@b -c user.name=a commit -qm attrs\n"
+)
+
+
+def test_a_filter_that_only_begins_like_git_lfs_is_refused(tmp_path: Path, backend: str):
+    """git runs a filter through the shell: `git-lfs >/dev/null; /app/hook cat` passed a check
+    that allowed any command beginning with git-lfs, and ran the hook on the tests' clone."""
+    solve = (
+        PACK_HOOK
+        + ATTRIBUTES.format(name="x")
+        + "git config --global filter.x.smudge 'git-lfs >/dev/null 2>&1; /app/hook cat'\n"
+    )
+    r = episode(tmp_path, backend, "lfs-prefix", solve, test=GIT_CLONE_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+    assert r.failure_mode == "tampered"
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("key, value", [("smudge", "git-lfs smudge -- %f"), ("process", "git-lfs filter-process")])
+def test_the_agents_own_git_lfs_never_runs_in_the_verifier(tmp_path: Path, key: str, value: str):
+    """git-lfs's exact settings, with a `git-lfs` of the agent's in /usr/local/bin (the image has
+    none, so it shadows nothing): the verifier turns git-lfs's filter off."""
+    solve = (
+        PACK_HOOK
+        + "cp /app/hook /usr/local/bin/git-lfs && chmod 755 /usr/local/bin/git-lfs\n"
+        + ATTRIBUTES.format(name="lfs")
+        + f"git config --global filter.lfs.{key} '{value}'\n"
+    )
+    r = episode(tmp_path, "docker", f"lfs-{key}", solve, test=GIT_CLONE_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+@pytest.mark.parametrize(
+    "config, runs",
+    [
+        (
+            '[filter "lfs"]\n\tclean = git-lfs clean -- %f\n\tsmudge = git-lfs smudge -- %f\n'
+            "\tprocess = git-lfs filter-process\n\trequired = true\n",
+            False,
+        ),
+        ("[user]\n\tname = a\n\temail = a@b\n[core]\n\teditor = vim\n", False),
+        ('[filter "x"]\n\tsmudge = git-lfs smudge -- %f\n', True),
+        ('[filter "lfs"]\n\tsmudge = git-lfs >/dev/null; /app/x\n', True),
+        ('[filter "lfs"] smudge = /app/x\n', True),
+        ("[filter.x]\n\tsmudge = git-lfs smudge -- %f\n", True),
+        ('[filter "lfs"]\n\tsmudge = git-lfs smudge -- %f \\\n ; /app/x\n', True),
+        ('[diff "x"]\n\ttextconv = /app/x\n', True),
+        ("[diff]\n\texternal = /app/x\n", True),
+        ('[merge "x"]\n\tdriver = /app/x %A\n', True),
+    ],
+    ids=[
+        "lfs-install",
+        "identity",
+        "lfs-values-elsewhere",
+        "lfs-then-more",
+        "one-line",
+        "old-form",
+        "continued",
+        "textconv",
+        "diff-external",
+        "merge-driver",
+    ],
+)
+def test_which_git_settings_count_as_running_a_program(config: str, runs: bool):
+    assert tamper.git_config_runs_programs(config.encode()) is runs
+
+
+# --- start-up files of the programs tests run ---
+
+SQLITE_SETUP = "mkdir -p /app\n"
+SQLITE_DB = "sqlite3 /app/db.sqlite \"create table t(v); insert into t values('{value}')\"\n"
+SQLITE_TEST = ctrf_test(("answer", 'test "$(sqlite3 /app/db.sqlite "select v from t")" = s3cr3t-7f1c'))
+
+
+def test_a_sqliterc_of_the_agents_never_answers_the_tests_queries(tmp_path: Path, backend: str):
+    """`.print <answer>` then `.output /dev/null` made every query print the expected answer.
+    sqlite3 finds the file through root's passwd entry, so a fresh $HOME would not do."""
+    plant = "printf '.print s3cr3t-7f1c\\n.output /dev/null\\n' > /root/.sqliterc\n"
+    solve = SQLITE_DB.format(value="wrong") + plant
+    r = episode(tmp_path, backend, "sqliterc", solve, setup=SQLITE_SETUP, test=SQLITE_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+def test_an_honest_database_passes(tmp_path: Path, backend: str):
+    r = episode(
+        tmp_path, backend, "sqlite-honest", SQLITE_DB.format(value="s3cr3t-7f1c"), setup=SQLITE_SETUP, test=SQLITE_TEST
+    )
+    assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
+
+
+def test_a_link_on_the_way_to_roots_configuration_is_refused(tmp_path: Path, backend: str):
+    """/root/.config -> a folder of the agent's holding pip/pip.conf: each backend guards
+    /root/.config/pip at its own path (masked, or refused when written), and pip would have read
+    the agent's configuration through the link."""
+    solve = (
+        "mkdir -p /opt/cfg/pip && printf '[global]\\nno-index = true\\n' > /opt/cfg/pip/pip.conf\n"
+        "rm -rf /root/.config && ln -s /opt/cfg /root/.config && echo s3cr3t-7f1c > /app/out.txt\n"
+    )
+    r = episode(tmp_path, backend, "config-link", solve, test=ctrf_test(("secret", "true")))
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+    assert r.failure_mode == "tampered" and "/root/.config/pip" in r.error
+
+
+HOST_PIP = Path("/usr/lib/python3/dist-packages/pip")
+
+
+@pytest.mark.skipif(not HOST_PIP.is_dir(), reason="the host's Python has no pip package to hide")
+def test_the_local_view_never_mounts_a_mask_through_the_agents_link(tmp_path: Path):
+    """/root/.config -> /usr/lib/python3/dist-packages: the local view mounted its mask for
+    /root/.config/pip through the link, over the host's own pip, and a check that pip is gone,
+    which no agent can pass on the read-only /usr, passed."""
+    solve = "rm -rf /root/.config && ln -s /usr/lib/python3/dist-packages /root/.config\n"
+    r = episode(
+        tmp_path, "local", "config-link-host", solve, test=ctrf_test(("pip_gone", "! python3 -m pip --version"))
+    )
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+def test_a_config_folder_linked_where_nothing_of_roots_is_passes(tmp_path: Path, backend: str):
+    """A link at /root/.config that leads to none of the configuration files is no one's concern."""
+    solve = (
+        "mkdir -p /app/cfg && rm -rf /root/.config && ln -s /app/cfg /root/.config && echo s3cr3t-7f1c > /app/out.txt"
+    )
+    test = ctrf_test(("secret", 'test "$(cat /app/out.txt)" = s3cr3t-7f1c'))
+    r = episode(tmp_path, backend, "config-link-honest", solve, test=test)
+    assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
+
+
+# --- the engine reading the verifier's output ---
+
+
+def test_a_long_last_line_is_not_read_as_pytests_summary():
+    """The final-line regex backtracked quadratically over a crafted 512 KiB last line (11 s with
+    the GIL held, every engine thread stalled); a line that long is not pytest's anyway."""
+    output = "short test summary info\nPASSED t.py::a\n= " + "x in 1s (" * 58254
+    assert parse_pytest_summary(output) == []
+    honest = "=== short test summary info ===\nPASSED t.py::a\n=== 1 passed in 0.01s ==="
+    assert [c.status for c in parse_pytest_summary(honest)] == ["passed"]
