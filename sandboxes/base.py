@@ -138,6 +138,8 @@ HOME_CONFIGS = (
     ".gdbinit",
     ".config/gdb",
     ".irbrc",
+    # jq sources ~/.jq into every program: `def length: 3;` answered the tests' `jq '... | length'`.
+    ".jq",
     # Cargo's `build.rustc-wrapper` and go's `GOFLAGS=-toolexec=` run a program of the agent's
     # on every build the tests make; matplotlib imports the backend module its rc names.
     ".cargo/config",

@@ -187,7 +187,7 @@ _GIT_HAZARD = re.compile(
 # (which the verifier turns off: engine/rollout/verifier.py). Anything else is a program git
 # runs through the shell: `git-lfs >/dev/null; /app/hook` began like git-lfs's own.
 GIT_LFS_FILTER = {"smudge": "git-lfs smudge -- %f", "clean": "git-lfs clean -- %f", "process": "git-lfs filter-process"}
-_SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]$')
+_SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
 
 
@@ -217,20 +217,21 @@ def _value(raw: str) -> str:
 def git_config_runs_programs(head: bytes | None) -> bool:
     """Whether a git config file that begins with `head` (None: not a regular file) sets a
     program git runs by itself on a clone or a diff, or includes another file; a file that
-    cannot be read small and whole counts as one. git reads a BOM, `\\r` as a space, several
-    `[section]` headers or a key on one line, and a value continued on the next line (`\\` at a
-    line's end), so the text is searched in those forms too, and a continued line counts as one."""
+    cannot be read small and whole counts as one. It reads the file as git does: lines end at
+    `\\n` only (a `[core]` after a form feed in a comment is no header to git), a line may hold
+    headers and then a key (`[filter "x"] smudge = ...`), a value may hold `]`, and a value
+    continued on the next line or a lone `\\r` makes the file count as one that runs programs.
+    (The verifier's git reads only some keys of root's configuration anyway:
+    engine/rollout/verifier.py GIT_GLOBAL_KEYS.)"""
     if head is None or len(head) >= READ_LIMIT:
         return True
-    text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r", b"\n").replace(b"]", b"]\n")
-    if _GIT_HAZARD.search(text) or re.search(rb"\\\s*\n", text):
+    text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n")
+    if _GIT_HAZARD.search(text) or b"\r" in text or re.search(rb"\\\s*\n", text):
         return True
     section, sub = "", None
-    for line in text.decode("utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line.startswith("["):
+    for raw in text.decode("utf-8", errors="replace").split("\n"):
+        line = raw.strip()
+        while line.startswith("["):
             m = _SECTION.match(line)
             if m is None:
                 return True  # a header git may read otherwise than this: fail closed
@@ -238,6 +239,8 @@ def git_config_runs_programs(head: bytes | None) -> bool:
             # `[filter.lfs]`, the old form: the subsection after the first dot, lower-cased.
             section, _, dotted = name.partition(".")
             sub = sub if sub is not None else (dotted or None)
+            line = line[m.end() :].strip()
+        if not line or line[0] in "#;":
             continue
         m = _KEY.match(line)
         if m and _runs_a_program(section, sub, m.group(1).lower(), _value(m.group(2) or "")):

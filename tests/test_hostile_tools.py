@@ -9,6 +9,7 @@ still pass.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,10 @@ def test_the_agents_own_git_lfs_never_runs_in_the_verifier(tmp_path: Path, key: 
         ('[diff "x"]\n\ttextconv = /app/x\n', True),
         ("[diff]\n\texternal = /app/x\n", True),
         ('[merge "x"]\n\tdriver = /app/x %A\n', True),
+        # git ends a line at \n only, and a value may hold `]`: the parser read these as [core].
+        ('[filter "x"]\n\tdescription = ][core]\n\tsmudge = /app/hook cat\n', True),
+        ('[filter "x"]\n#\f[core]\n\tsmudge = /app/hook cat\n', True),
+        ('[filter "x"]\n#\u2028[core]\n\tsmudge = /app/hook cat\n', True),
     ],
     ids=[
         "lfs-install",
@@ -167,10 +172,124 @@ def test_the_agents_own_git_lfs_never_runs_in_the_verifier(tmp_path: Path, key: 
         "textconv",
         "diff-external",
         "merge-driver",
+        "bracket-in-value",
+        "form-feed",
+        "line-separator",
     ],
 )
 def test_which_git_settings_count_as_running_a_program(config: str, runs: bool):
     assert tamper.git_config_runs_programs(config.encode()) is runs
+
+
+# A sixth pass: root's git configuration, whose dangerous keys a list kept missing, is read by
+# the verifier's git only for an identity, aliases and the like (verifier.GIT_GLOBAL_KEYS).
+LS_REMOTE_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "git ls-remote file:///app/repo | grep -q refs/heads/ || { echo 0 > /logs/verifier/reward.txt; exit; }\n"
+    "git clone -q file:///app/repo /tmp/c\n"
+    '[ "$(cat /tmp/c/out.txt)" = s3cr3t-7f1c ] && echo 1 > /logs/verifier/reward.txt'
+    " || echo 0 > /logs/verifier/reward.txt\n"
+)
+# The tests clone their own reference repository and compare the answer with it.
+REFERENCE_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\n"
+    "git init -q /tests/ref && cd /tests/ref && echo s3cr3t-7f1c > out.txt && git add out.txt"
+    " && git -c user.email=t@t -c user.name=t commit -qm ref && cd /app\n"
+    "git clone -q file:///tests/ref /tmp/ref\n"
+    "cmp -s /tmp/ref/out.txt /app/out.txt && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+)
+FAKE_REFERENCE = (
+    "git init -q /app/fake && cd /app/fake && echo wrong > out.txt && git add out.txt"
+    " && git -c user.email=a@b -c user.name=a commit -qm f && cd /app\necho wrong > /app/out.txt\n"
+)
+ROOTS_GIT_PLANTS = {
+    # git execs git-remote-<vcs>, here the relative `git-remote-x/../hook` from test.sh's /app.
+    "remote-helper": (
+        PACK_HOOK + "mkdir -p /app/git-remote-x && git config --global remote.origin.vcs 'x/../hook'\n",
+        GIT_CLONE_TEST,
+    ),
+    "upload-pack": (
+        PACK_HOOK + "git config --global 'remote.file:///app/repo.uploadpack' '/app/hook git-upload-pack'\n",
+        LS_REMOTE_TEST,
+    ),
+    "signing-key-command": (
+        PACK_HOOK + "git config --global commit.gpgSign true && git config --global gpg.format ssh"
+        " && git config --global gpg.ssh.defaultKeyCommand '/app/hook echo key::x'\n",
+        GIT_INIT_TEST,
+    ),
+    "remote-url": (FAKE_REFERENCE + "git config --global remote.origin.url /app/fake\n", REFERENCE_TEST),
+}
+
+
+@pytest.mark.parametrize("plant", sorted(ROOTS_GIT_PLANTS))
+def test_roots_git_configuration_sends_the_tests_git_nowhere_of_the_agents(tmp_path: Path, backend: str, plant: str):
+    """Each forged a pass: a remote helper of the agent's ran on the tests' clone, an upload-pack
+    on their `git ls-remote`, a signing key command on their own commit, and `remote.origin.url`
+    sent the clone of their own reference repository to the agent's."""
+    solve, test = ROOTS_GIT_PLANTS[plant]
+    r = episode(tmp_path, backend, f"roots-git-{plant}", solve, test=test)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+@pytest.mark.docker
+def test_docker_a_remote_helper_program_of_the_agents_never_runs(tmp_path: Path):
+    solve = PACK_HOOK + (
+        "cp /app/hook /usr/local/bin/git-remote-evil && chmod 755 /usr/local/bin/git-remote-evil\n"
+        "git config --global remote.origin.vcs evil\n"
+    )
+    r = episode(tmp_path, "docker", "remote-helper-program", solve, test=GIT_CLONE_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+def test_roots_git_identity_and_aliases_reach_the_tests(tmp_path: Path, backend: str):
+    """What tasks ask of root's git configuration still reaches the tests: an identity, an alias,
+    a default branch; and a clone of the tests' own repository works as ever."""
+    solve = (
+        "git config --global user.name 'Ada L' && git config --global user.email ada@example.com"
+        " && git config --global alias.st status && git config --global init.defaultBranch trunk"
+        " && echo s3cr3t-7f1c > /app/out.txt"
+    )
+    test = ctrf_test(
+        ("identity", 'test "$(git config --global user.name)" = "Ada L"'),
+        ("alias", 'test "$(git config --get alias.st)" = status'),
+        ("branch", 'cd /tmp && git init -q b && test "$(git -C b symbolic-ref --short HEAD)" = trunk'),
+        (
+            "clone",
+            "cd /tmp && git init -q r && cd r && echo x > f && git add f && git commit -qm m"
+            " && git clone -q file:///tmp/r /tmp/r2 && test -f /tmp/r2/f",
+        ),
+    )
+    r = episode(tmp_path, backend, "roots-git-honest", solve, test=test)
+    assert r.success, (r.status, r.failure_mode, r.checks, r.error, r.verifier_output[-800:])
+
+
+HISTORY = (
+    "cd /app && git init -q repo && cd repo && git config user.email a@b && git config user.name a\n"
+    "echo key=hunter2 > cfg && git add cfg && git commit -qm c1\necho key=REDACTED > cfg && git commit -qam c2\n"
+)
+# "Remove the secret from the repository's history."
+HISTORY_TEST = (
+    "#!/bin/bash\nmkdir -p /logs/verifier\ncd /app/repo || { echo 0 > /logs/verifier/reward.txt; exit; }\n"
+    "if git log -p --all | grep -q hunter2; then echo 0\n"
+    'elif [ "$(git show HEAD:cfg)" = key=REDACTED ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+)
+
+
+def test_a_replace_ref_never_hides_history_from_the_tests(tmp_path: Path, backend: str):
+    """`git replace <blob with the secret> <clean blob>` made the tests' `git log -p --all` show
+    the clean one, while the secret stayed in the history every clone carries."""
+    solve = HISTORY + "git replace $(git rev-parse HEAD~1:cfg) $(echo key=REDACTED | git hash-object -w --stdin)\n"
+    r = episode(tmp_path, backend, "replace-ref", solve, test=HISTORY_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+def test_history_rewritten_for_real_passes(tmp_path: Path, backend: str):
+    solve = HISTORY + (
+        "git filter-branch -f --tree-filter 'echo key=REDACTED > cfg' -- --all >/dev/null 2>&1\n"
+        "git for-each-ref --format='%(refname)' refs/original | xargs -rn1 git update-ref -d\n"
+    )
+    r = episode(tmp_path, backend, "history-honest", solve, test=HISTORY_TEST)
+    assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
 
 
 # --- start-up files of the programs tests run ---
@@ -186,6 +305,16 @@ def test_a_sqliterc_of_the_agents_never_answers_the_tests_queries(tmp_path: Path
     plant = "printf '.print s3cr3t-7f1c\\n.output /dev/null\\n' > /root/.sqliterc\n"
     solve = SQLITE_DB.format(value="wrong") + plant
     r = episode(tmp_path, backend, "sqliterc", solve, setup=SQLITE_SETUP, test=SQLITE_TEST)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the host has no jq")
+def test_a_jq_file_of_the_agents_never_answers_the_tests_filters(tmp_path: Path):
+    """jq sources ~/.jq into every program: `def length: 3;` made the tests' `jq '.items |
+    length'` answer 3 whatever the file held. (Local: the host's jq; the Docker images have none.)"""
+    solve = "echo '{\"items\": [0]}' > /app/out.json\nprintf 'def length: 3;\\n' > /root/.jq\n"
+    test = ctrf_test(("three_items", 'test "$(jq ".items | length" /app/out.json)" = 3'))
+    r = episode(tmp_path, "local", "jq-rc", solve, test=test)
     assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
 
 

@@ -150,6 +150,9 @@ GIT_OVERRIDES = (
     # file:// clone to either with insteadOf); sandboxes have no network to reach either by.
     ("protocol.ssh.allow", "never"),
     ("protocol.git.allow", "never"),
+    # Local clones stay allowed under GIT_PROTOCOL_FROM_USER=0 (below), which would refuse file://
+    # too: git 2.38.1 gives it the "user" policy.
+    ("protocol.file.allow", "always"),
     # git-lfs's filter, the one filter root's config may name (sandboxes/tamper.py): off, so that
     # no `git-lfs` program runs, the agent's own in /usr/local/bin included (an empty value is
     # no filter). With no network, a clone has no LFS content to fetch anyway.
@@ -157,6 +160,11 @@ GIT_OVERRIDES = (
     ("filter.lfs.clean", ""),
     ("filter.lfs.process", ""),
     ("filter.lfs.required", "false"),
+    # Signing runs a program (gpg.ssh.defaultKeyCommand found the key for the tests' own commit,
+    # a sixth red-team pass): the tests' commits and tags are not signed.
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("gpg.ssh.defaultKeyCommand", ""),
 )
 GUARD_DIR = "/run/trsi-verifier-guard"
 HARDENED_ENV = {
@@ -172,7 +180,42 @@ HARDENED_ENV = {
     # directory, by default /usr/share/git-core/templates, which a root agent can write on Docker:
     # a post-checkout hook there ran on the tests' clone. An empty one of the engine's instead.
     "GIT_TEMPLATE_DIR": f"{GUARD_DIR}/git-templates",
+    # Transports git knows only by a remote helper's name (`remote.origin.vcs = x/../hook` ran
+    # /app/hook on the tests' clone) are refused; file, http(s), ssh and git keep their own rules.
+    "GIT_PROTOCOL_FROM_USER": "0",
+    # Replace refs and grafts show one object in another's place: `git replace` made the tests'
+    # `git log -p --all` miss a secret that was still in the history.
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": "/dev/null",
 }
+# root's own git configuration (~/.gitconfig, ~/.config/git/config) as the verifier's git reads
+# it: only these keys (as `git config --list` spells them), copied into a file of the engine's
+# (GIT_CONFIG_GLOBAL). Everything else there is the agent's way to make git run something or go
+# elsewhere on the tests' behalf (a remote's url, helper or upload-pack, a filter, a signing key
+# command, ...), and a list of what to refuse kept missing one; an identity, aliases, a global
+# ignore file and how output looks are what tasks ask for and tests read.
+GIT_GLOBAL_KEYS = (
+    r"^(user\.[^.]+|alias\.[^.]+|init\.defaultbranch|safe\.directory"
+    r"|core\.(autocrlf|eol|safecrlf|filemode|ignorecase|quotepath|whitespace|editor|pager|excludesfile)"
+    r"|color\..+|advice\.[^.]+|status\.[^.]+|push\.(default|autosetupremote|followtags)|pull\.(rebase|ff)"
+    r"|merge\.(ff|conflictstyle)|rebase\.(autosquash|autostash)|fetch\.prune|help\.autocorrect|tag\.sort"
+    r"|log\.(date|decorate|abbrevcommit)|format\.pretty|commit\.(template|verbose)|diff\.(algorithm|renames)"
+    r"|column\.ui|i18n\.[^.]+)$"
+)
+GIT_GLOBAL = f"{GUARD_DIR}/gitconfig"
+# Reads root's configuration with git itself (never an include: `--global` reads none), keeps
+# GIT_GLOBAL_KEYS, and points the verifier's git at the copy.
+GIT_GLOBAL_PRELUDE = (
+    f": > {GIT_GLOBAL} || exit 1\n"
+    f"keep='{GIT_GLOBAL_KEYS}'\n"
+    "if command -v git >/dev/null 2>&1; then\n"
+    "  while IFS= read -r -d '' rec; do\n"
+    "    key=${rec%%$'\\n'*}; val=${rec#*$'\\n'}; [ \"$val\" = \"$rec\" ] && val=true\n"
+    f'    if [[ $key =~ $keep ]]; then git config --file {GIT_GLOBAL} --add "$key" "$val" || exit 1; fi\n'
+    "  done < <(git config --global --no-includes --list -z 2>/dev/null)\n"
+    "fi\n"
+    f"export GIT_CONFIG_GLOBAL={GIT_GLOBAL}\n"
+)
 GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
 # The guard goes in front of whatever PYTHONPATH the image sets. Python drops a PYTHONPATH entry
 # it cannot reach without a word, so the verifier fails closed (no report: a zero) where the guard
@@ -180,6 +223,7 @@ GUARD_SOURCE = Path(__file__).resolve().parent / "verifier_guard"
 VERIFIER_COMMAND = (
     f"[ -r {GUARD_DIR}/sitecustomize.py ] || {{ echo 'trsi: the verifier guard cannot be read' >&2; exit 1; }}\n"
     f"mkdir -p {GUARD_DIR}/git-templates || exit 1\n"
+    f"{GIT_GLOBAL_PRELUDE}"
     f'PYTHONPATH="{GUARD_DIR}${{PYTHONPATH:+:$PYTHONPATH}}" bash /tests/test.sh'
 )
 # pytest looks for its ini file from /tests upwards, so files at the root written by the agent
