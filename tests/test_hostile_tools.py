@@ -231,6 +231,34 @@ def test_roots_git_configuration_sends_the_tests_git_nowhere_of_the_agents(tmp_p
     assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
 
 
+SHOWN_REPO = (
+    "cd /app && git init -q repo && cd repo && echo a > a && git add a"
+    " && git -c user.email=a@b -c user.name=a commit -qm first && echo b > left-out\n"
+)
+SHOWN_PLANTS = {
+    # A test that greps the log for the commit it asked for.
+    "log-format": ("git config --global format.pretty 'format:fix the parser'", "git log | grep -q 'fix the parser'"),
+    # A test that nothing is left uncommitted.
+    "untracked-hidden": ("git config --global status.showUntrackedFiles no", 'test -z "$(git status --porcelain)"'),
+    "ignored-globally": (
+        "echo left-out > /root/.gitignore_global && git config --global core.excludesFile /root/.gitignore_global",
+        'test -z "$(git status --porcelain)"',
+    ),
+}
+
+
+@pytest.mark.parametrize("plant", sorted(SHOWN_PLANTS))
+def test_what_git_shows_the_tests_is_the_repositorys(tmp_path: Path, backend: str, plant: str):
+    setting, check = SHOWN_PLANTS[plant]
+    test = (
+        "#!/bin/bash\nmkdir -p /logs/verifier\ncd /app/repo\n"
+        + check
+        + (" && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    )
+    r = episode(tmp_path, backend, f"git-shows-{plant}", SHOWN_REPO + setting + "\n", test=test)
+    assert r.scored and not r.success, (r.status, r.failure_mode, r.verifier_source, r.error)
+
+
 @pytest.mark.docker
 def test_docker_a_remote_helper_program_of_the_agents_never_runs(tmp_path: Path):
     solve = PACK_HOOK + (

@@ -190,17 +190,17 @@ HARDENED_ENV = {
 }
 # root's own git configuration (~/.gitconfig, ~/.config/git/config) as the verifier's git reads
 # it: only these keys (as `git config --list` spells them), copied into a file of the engine's
-# (GIT_CONFIG_GLOBAL). Everything else there is the agent's way to make git run something or go
-# elsewhere on the tests' behalf (a remote's url, helper or upload-pack, a filter, a signing key
-# command, ...), and a list of what to refuse kept missing one; an identity, aliases, a global
-# ignore file and how output looks are what tasks ask for and tests read.
+# (GIT_CONFIG_GLOBAL). Everything else there is the agent's way to make git run something, go
+# elsewhere or show something else on the tests' behalf (a remote's url, helper or upload-pack,
+# a filter, a signing key command; `format.pretty` printing the commit message a test greps
+# for, a global ignore file or `status.showUntrackedFiles` hiding files from a "nothing left
+# uncommitted" check), and a list of what to refuse kept missing one. An identity, aliases (git
+# never lets one shadow a command of its own), a default branch and preferences are what tasks
+# ask for and tests read.
 GIT_GLOBAL_KEYS = (
-    r"^(user\.[^.]+|alias\.[^.]+|init\.defaultbranch|safe\.directory"
-    r"|core\.(autocrlf|eol|safecrlf|filemode|ignorecase|quotepath|whitespace|editor|pager|excludesfile)"
-    r"|color\..+|advice\.[^.]+|status\.[^.]+|push\.(default|autosetupremote|followtags)|pull\.(rebase|ff)"
-    r"|merge\.(ff|conflictstyle)|rebase\.(autosquash|autostash)|fetch\.prune|help\.autocorrect|tag\.sort"
-    r"|log\.(date|decorate|abbrevcommit)|format\.pretty|commit\.(template|verbose)|diff\.(algorithm|renames)"
-    r"|column\.ui|i18n\.[^.]+)$"
+    r"^(user\.[^.]+|alias\.[^.]+|init\.defaultbranch|safe\.directory|core\.(editor|pager)|color\..+"
+    r"|advice\.[^.]+|push\.(default|autosetupremote|followtags)|pull\.(rebase|ff)|merge\.(ff|conflictstyle)"
+    r"|rebase\.(autosquash|autostash)|fetch\.prune)$"
 )
 GIT_GLOBAL = f"{GUARD_DIR}/gitconfig"
 # Reads root's configuration with git itself (never an include: `--global` reads none), keeps
