@@ -4,7 +4,6 @@ passes every check, nop does not). tests/test_multi_step.py has the multi-step t
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -29,7 +28,6 @@ from engine.tasks.curriculum import (
     instance,
 )
 from engine.tasks.families import counting, one_command
-from engine.tasks.families.folders import train_folder
 from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
 
@@ -68,21 +66,15 @@ WIDER_COUNTS = ("count-lines", "grep-count", "count-files")
 
 
 def test_the_one_step_families_draw_the_same_tasks_as_before_phrasings():
-    """Only the wording of an instruction, and (v7) a train instance's folder, vary: files, words,
-    numbers and solutions of the one-step families are exactly what they were (this digest, over
-    the 14 whose setups v6 left alone and with each train instance's folder named /app again, was
-    the same before v6 and v7; the whole 17's held from the 16-word pool through v5)."""
+    """Only the wording of an instruction varies: files, words, numbers and solutions of the
+    one-step families are exactly what they were (this digest, over the 14 whose setups v6 left
+    alone, was the same before v6; the whole 17's held from the 16-word pool through v5)."""
     digest = hashlib.sha256()
     for f in sorted(f for f in [*one_command.FAMILIES, *counting.FAMILIES] if f not in WIDER_COUNTS):
         for split in ("train", "eval"):
             for seed in (0, 1):
                 for i in range(10):
                     s = instance(f, split, seed, i)
-                    if split == "train":
-                        folder = train_folder(s.name)
-                        s = dataclasses.replace(
-                            s, setup=s.setup.replace(folder, "/app"), solve=s.solve.replace(folder, "/app")
-                        )
                     fields = [s.name, s.setup, s.solve, s.tags, s.difficulty, s.agent_timeout]
                     digest.update(json.dumps(fields).encode())
     assert digest.hexdigest() == "4ffcb554d9f566defd2ae6d0799d4d3d89067da013f3df41e25186226f42e72a"
@@ -111,25 +103,6 @@ def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on(
     assert digests["wording"].hexdigest() == "2d4d3e0054da871c7d05701a39e5ba0f274d9943fb6aa4848cdc230610d6d807"
     assert digests["tasks"].hexdigest() == "12adfccd1a5a71cbba5f18d83eb96604e1e40b4b30bc7d249794b96caacd1eb3"
     assert digests["checks"].hexdigest() == CHECKS_V6
-
-
-def test_train_instances_live_in_many_folders_and_eval_ones_in_app():
-    """v7: a model trained only on /app/<name> learns the path with the command; tasks written
-    elsewhere keep their files in /srv, /home/user, /opt, at other depths. Eval instances stay
-    where every stage table was measured."""
-    train = [instance(f, "train", 0, i) for f in FAMILIES for i in range(8)]
-    tops = Counter(train_folder(s.name).split("/")[1] for s in train)
-    assert len(tops) >= 6 and tops["app"] < 0.5 * len(train), tops
-    deep = [s for s in train if train_folder(s.name).count("/") >= 3]
-    assert len(deep) >= 0.15 * len(train)
-    for s in train:
-        folder = train_folder(s.name)
-        # Every path of the task is in its folder, and no /app is left where the folder is another.
-        assert folder in s.instruction and folder in s.setup, (folder, s.instruction)
-        if not folder.startswith("/app"):
-            assert "/app" not in s.instruction + s.setup + s.solve + " ".join(c for _, c in s.checks)
-    evals = [instance(f, "eval", 0, i) for f in FAMILIES for i in range(4)]
-    assert all(re.search(r"/app\b", s.instruction) for s in evals)
 
 
 def test_no_fixed_answer_passes_more_than_a_few_percent_of_a_family():
@@ -224,9 +197,7 @@ def test_train_instances_name_their_files_from_many_more_words_than_a_family_has
     assert len(pool) >= 100 and len(set(pool)) == len(pool)
     everything = pool + WORD_POOLS["eval"]
     assert not [(a, b) for a in everything for b in everything if a != b and a in b]
-    names = [
-        m for i in range(8) for m in re.findall(r"/(\w+)\.\w+\b", instance("copy-file", "train", 0, i).instruction)
-    ]
+    names = [m for i in range(8) for m in re.findall(r"/app/(\w+)", instance("copy-file", "train", 0, i).instruction)]
     assert len(set(names)) >= 0.8 * len(names)
 
 
@@ -343,7 +314,7 @@ def test_the_curriculum_suite_is_written_into_the_cache_once_and_named_by_a_spec
     root = engine.suite_path(None)
     assert root.is_relative_to(paths.cache_dir)
     suite = load_suite(root)
-    assert root.parent.name == "curriculum" and root.name.startswith("v7-")  # none cached before v7
+    assert root.parent.name == "curriculum" and root.name.startswith("v6-")  # none cached before v6
     counts = (len(suite.split("train")), len(suite.split("eval")), suite.errors)
     assert counts == (2 * len(TRAINED_FAMILIES), len(FAMILIES), []) == (52, 32, [])
     # Held-out families are only evaluated; every task says its tier and whether it is held out.

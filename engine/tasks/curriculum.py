@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.tasks.families import counting, heldout, multi_step, one_command
-from engine.tasks.families.folders import moved, train_folder
 from engine.tasks.families.pools import EXTENSIONS, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, write_task
@@ -111,8 +110,7 @@ def instance(family: str, split: str, seed: int, index: int) -> TaskSpec:
     if split not in SPLITS:
         raise CurriculumError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
     name = f"{family}-{split}-s{seed}-{index:04d}"
-    spec = FAMILIES.instance(family, f"{family}/{split}/{seed}/{index}", name=name, split=split, index=index)
-    return moved(spec, train_folder(name)) if split == "train" else spec
+    return FAMILIES.instance(family, f"{family}/{split}/{seed}/{index}", name=name, split=split, index=index)
 
 
 def select(names: list[str]) -> list[str]:
@@ -185,9 +183,9 @@ def materialize(spec: str, cache_dir: Path) -> Path | None:
     # note-to-folder and exec-listed checks that a destructive command no longer passes; v5:
     # checks that compare whole files (inputs kept, outputs, moved files), refuse a link for a
     # copy and a write permission nobody asked for; v6: counts drawn from ranges no fixed guess
-    # passes often in (grep-count, count-files, count-lines); v7: train instances in folders other
-    # than /app (families/folders.py). A suite cached before a change is never reused.
-    root = Path(cache_dir) / "curriculum" / f"v7-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
+    # passes often in (grep-count, count-files, count-lines). A suite cached before a change is
+    # never reused.
+    root = Path(cache_dir) / "curriculum" / f"v6-train{train}-s{TRAIN_SEED}-eval{evaluation}-s{EVAL_SEED}"
     if root.is_dir():
         return root
     root.parent.mkdir(parents=True, exist_ok=True)
