@@ -28,6 +28,7 @@ from engine.tasks.curriculum import (
     instance,
 )
 from engine.tasks.families import counting, one_command
+from engine.tasks.families.folders import folder_for, moved
 from engine.tasks.families.phrasing import FRAME_WORDS, FRAMES, HINTS
 from trsi_tui.cli import cli
 
@@ -103,6 +104,30 @@ def test_the_eval_instances_are_those_every_earlier_stage_table_was_measured_on(
     assert digests["wording"].hexdigest() == "2d4d3e0054da871c7d05701a39e5ba0f274d9943fb6aa4848cdc230610d6d807"
     assert digests["tasks"].hexdigest() == "12adfccd1a5a71cbba5f18d83eb96604e1e40b4b30bc7d249794b96caacd1eb3"
     assert digests["checks"].hexdigest() == CHECKS_V6
+
+
+def test_elsewhere_moves_a_task_out_of_app_and_changes_nothing_else(tmp_path: Path):
+    """`tasks generate --elsewhere`: the same tasks in other folders, at other depths, named from
+    the split's own pool, so that a trained model's dependence on /app can be measured."""
+    result = CliRunner().invoke(
+        cli,
+        ["tasks", "generate", "--family", "all", "--instances", "2", "--split", "eval", "--elsewhere", str(tmp_path)],
+    )
+    assert result.exit_code == 0, result.output
+    written = load_suite(tmp_path).split("eval")
+    assert len(written) == 2 * len(FAMILIES)
+    tops = Counter(folder_for(t.name, "eval").split("/")[1] for t in written)
+    assert len(tops) >= 4, tops
+    assert all(folder_for(t.name, "eval") in t.instruction for t in written)
+    for family in FAMILIES:
+        spec = instance(family, "eval", 0, 1)
+        folder = folder_for(spec.name, "eval")
+        away = moved(spec, folder)
+        assert folder in away.instruction and "/app " not in away.instruction + away.setup
+        assert not tokens(folder) & set(WORD_POOLS["train"])
+        # Named /app again, it is the task it was.
+        back = [text.replace(folder, "/app") for text in (away.instruction, away.setup, away.solve)]
+        assert back == [spec.instruction, spec.setup, spec.solve]
 
 
 def test_no_fixed_answer_passes_more_than_a_few_percent_of_a_family():

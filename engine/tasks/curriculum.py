@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.tasks.families import counting, heldout, multi_step, one_command
+from engine.tasks.families.folders import folder_for, moved
 from engine.tasks.families.pools import EXTENSIONS, NUMBER_RANGES, SPLITS, WORD_POOLS, Pool
 from engine.tasks.families.registry import Families
 from engine.tasks.spec import TaskSpec, write_task
@@ -129,13 +130,18 @@ def select(names: list[str]) -> list[str]:
     return [name for name in FAMILIES if name in chosen]
 
 
-def generate(families: list[str], instances: int, split: str, seed: int, dest: Path) -> list[Path]:
+def generate(
+    families: list[str], instances: int, split: str, seed: int, dest: Path, *, elsewhere: bool = False
+) -> list[Path]:
     """Write `instances` tasks of each family into dest/<split>/<name>; returns their directories.
-    `families` may name groups (`select`)."""
+    `families` may name groups (`select`). `elsewhere`: each task moved out of /app
+    (`families/folders.py`)."""
     written = []
     for family in select(families):
         for index in range(instances):
             spec = instance(family, split, seed, index)
+            if elsewhere:
+                spec = moved(spec, folder_for(spec.name, split))
             if (Path(dest) / split / spec.name).exists():
                 raise CurriculumError(f"{Path(dest) / split / spec.name} already exists")
             info = family_info(family)

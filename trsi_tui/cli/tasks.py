@@ -142,8 +142,17 @@ def tasks_import(src: Path, dest: Path) -> None:
     help="Which pool of names, words and numbers to draw from (train and eval never share one).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="The same seed writes the same tasks.")
+@click.option(
+    "--elsewhere",
+    is_flag=True,
+    help="Move each task's files out of /app, to a folder drawn from its name (/srv/W, /home/user/W, "
+    "/opt/W/V, ...): the same tasks elsewhere, to measure how much of what a model learned is the "
+    "curriculum's paths.",
+)
 @click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
-def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: int, dest: Path) -> None:
+def tasks_generate(
+    families: tuple[str, ...], instances: int, split: str, seed: int, elsewhere: bool, dest: Path
+) -> None:
     """Write curriculum tasks into DEST/<split>/: one-step families (one command or one short
     pipeline) and multi-step ones (read something in the sandbox, then act on it).
 
@@ -152,7 +161,7 @@ def tasks_generate(families: tuple[str, ...], instances: int, split: str, seed: 
     to validate them in sandboxes.
     """
     try:
-        written = generate_curriculum(list(families), instances, split, seed, dest)
+        written = generate_curriculum(list(families), instances, split, seed, dest, elsewhere=elsewhere)
     except CurriculumError as exc:
         raise failure(exc) from None
     out.print(f"wrote {len(written)} tasks ({len(written) // instances} families x {instances}) to {dest / split}")
