@@ -214,7 +214,16 @@ def _value(raw: str) -> str:
     return "".join(out).strip()
 
 
-def git_config_runs_programs(head: bytes | None) -> bool:
+# Repositories where the tests work without meaning one: git looks upward from its working
+# directory, so `git diff --no-index` in test.sh's /app, or in a temporary folder below /tmp,
+# ran the diff.external of a repository the agent made there (a seventh red-team pass). In those,
+# what git runs by itself on a diff, a status or a checkout is refused; hooks and the rest are a
+# repository's own, as a task may ask for them.
+REPOSITORY_GIT_CONFIGS = ("/.git/config", "/tmp/.git/config", "/root/.git/config", "/app/.git/config")
+_REPOSITORY_HAZARD = re.compile(rb"external|textconv", re.IGNORECASE)
+
+
+def git_config_runs_programs(head: bytes | None, hazard: re.Pattern[bytes] = _GIT_HAZARD) -> bool:
     """Whether a git config file that begins with `head` (None: not a regular file) sets a
     program git runs by itself on a clone or a diff, or includes another file; a file that
     cannot be read small and whole counts as one. It reads the file as git does: lines end at
@@ -226,7 +235,7 @@ def git_config_runs_programs(head: bytes | None) -> bool:
     if head is None or len(head) >= READ_LIMIT:
         return True
     text = head.removeprefix(b"\xef\xbb\xbf").replace(b"\r\n", b"\n")
-    if _GIT_HAZARD.search(text) or b"\r" in text or re.search(rb"\\\s*\n", text):
+    if hazard.search(text) or b"\r" in text or re.search(rb"\\\s*\n", text):
         return True
     section, sub = "", None
     for raw in text.decode("utf-8", errors="replace").split("\n"):
@@ -249,16 +258,19 @@ def git_config_runs_programs(head: bytes | None) -> bool:
 
 
 def git_configs_that_run_programs(root: str) -> list[str]:
-    """root's own git config files that run programs (above), each resolved inside the sandbox
-    whose root the host sees at `root` (`/proc/<init>/root`): a linked file or folder counts as
-    what it leads to."""
+    """root's own git config files, and those of REPOSITORY_GIT_CONFIGS, that run programs
+    (above), each resolved inside the sandbox whose root the host sees at `root`
+    (`/proc/<init>/root`): a linked file or folder counts as what it leads to."""
     found = []
-    for name in GLOBAL_GIT_CONFIGS:
+    for name, hazard in [
+        *((n, _GIT_HAZARD) for n in GLOBAL_GIT_CONFIGS),
+        *((n, _REPOSITORY_HAZARD) for n in REPOSITORY_GIT_CONFIGS),
+    ]:
         where = links.resolve(root, name)
         # Read a folder at a time, never through a link: `root + where` would let the host's
         # kernel follow one the agent made (`/run -> /`) to the host's own files.
         there, head = links.head_inside(root, where, READ_LIMIT) if where is not None else (False, None)
-        if there and git_config_runs_programs(head):
+        if there and git_config_runs_programs(head, hazard):
             found.append(name)
     return found
 

@@ -135,6 +135,10 @@ def collect_checks(logs_dir: Path, output: str) -> Collected:
 # `git config core.hooksPath` must see the agent's value. uv's and pip's caches, whose unpacked
 # packages are installed without a second check (a pytest the agent patched in ~/.cache/uv went
 # into the tests' fresh virtual environment).
+COLOR_KEYS = (
+    "ui", "advice", "branch", "diff", "decorate", "grep", "interactive", "push", "remote",
+    "showBranch", "status", "transport",
+)  # fmt: skip
 GIT_OVERRIDES = (
     ("core.fsmonitor", "false"),
     ("log.showSignature", "false"),
@@ -165,6 +169,10 @@ GIT_OVERRIDES = (
     ("commit.gpgSign", "false"),
     ("tag.gpgSign", "false"),
     ("gpg.ssh.defaultKeyCommand", ""),
+    # Colour only on a terminal, whatever a repository's config says: with `color.ui always` the
+    # escape codes broke the tests' anchored greps (`! git status -s | grep -q "^??"` passed with
+    # a stray file left; a seventh red-team pass). Each command's own key beats color.ui.
+    *((f"color.{name}", "auto") for name in COLOR_KEYS),
 )
 GUARD_DIR = "/run/trsi-verifier-guard"
 HARDENED_ENV = {
@@ -187,21 +195,20 @@ HARDENED_ENV = {
     # `git log -p --all` miss a secret that was still in the history.
     "GIT_NO_REPLACE_OBJECTS": "1",
     "GIT_GRAFT_FILE": "/dev/null",
+    # A test in a temporary folder (`mktemp -d`, pytest's tmp_path) that compares two files with
+    # `git diff --no-index` found the agent's /tmp/.git above it and ran its diff.external.
+    "GIT_CEILING_DIRECTORIES": "/:/tmp",
 }
 # root's own git configuration (~/.gitconfig, ~/.config/git/config) as the verifier's git reads
-# it: only these keys (as `git config --list` spells them), copied into a file of the engine's
-# (GIT_CONFIG_GLOBAL). Everything else there is the agent's way to make git run something, go
-# elsewhere or show something else on the tests' behalf (a remote's url, helper or upload-pack,
-# a filter, a signing key command; `format.pretty` printing the commit message a test greps
-# for, a global ignore file or `status.showUntrackedFiles` hiding files from a "nothing left
-# uncommitted" check), and a list of what to refuse kept missing one. An identity, aliases (git
-# never lets one shadow a command of its own), a default branch and preferences are what tasks
-# ask for and tests read.
-GIT_GLOBAL_KEYS = (
-    r"^(user\.[^.]+|alias\.[^.]+|init\.defaultbranch|safe\.directory|core\.(editor|pager)|color\..+"
-    r"|advice\.[^.]+|push\.(default|autosetupremote|followtags)|pull\.(rebase|ff)|merge\.(ff|conflictstyle)"
-    r"|rebase\.(autosquash|autostash)|fetch\.prune)$"
-)
+# it: only an identity, aliases (git never lets one shadow a command of its own), a default branch
+# that git takes for one, and safe.directory, copied into a file of the engine's
+# (GIT_CONFIG_GLOBAL). Everything else there was the agent's way to make git run something, go
+# elsewhere or show something else on the tests' behalf: a remote's url, helper or upload-pack,
+# a filter, a signing key command, `format.pretty` printing the commit message a test grepped
+# for, `status.showUntrackedFiles` hiding a file left uncommitted, and a value git refuses
+# (`push.default bogus`), which made every git command of the tests fail and print nothing, so
+# that `test -z "$(git status --porcelain)"` passed.
+GIT_GLOBAL_KEYS = r"^(user\.(name|email)|alias\.[^.]+|init\.defaultbranch|safe\.directory)$"
 GIT_GLOBAL = f"{GUARD_DIR}/gitconfig"
 # Reads root's configuration with git itself (never an include: `--global` reads none), keeps
 # GIT_GLOBAL_KEYS, and points the verifier's git at the copy.
@@ -211,7 +218,11 @@ GIT_GLOBAL_PRELUDE = (
     "if command -v git >/dev/null 2>&1; then\n"
     "  while IFS= read -r -d '' rec; do\n"
     "    key=${rec%%$'\\n'*}; val=${rec#*$'\\n'}; [ \"$val\" = \"$rec\" ] && val=true\n"
-    f'    if [[ $key =~ $keep ]]; then git config --file {GIT_GLOBAL} --add "$key" "$val" || exit 1; fi\n'
+    "    [[ $key =~ $keep ]] || continue\n"
+    '    if [ "$key" = init.defaultbranch ]; then\n'
+    '      git check-ref-format --branch "$val" >/dev/null 2>&1 || continue\n'
+    "    fi\n"
+    f'    git config --file {GIT_GLOBAL} --add "$key" "$val" || exit 1\n'
     "  done < <(git config --global --no-includes --list -z 2>/dev/null)\n"
     "fi\n"
     f"export GIT_CONFIG_GLOBAL={GIT_GLOBAL}\n"
