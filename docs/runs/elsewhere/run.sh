@@ -1,4 +1,4 @@
-cd /work/main
+cd "$(git rev-parse --show-toplevel)"
 # TASKS: trsi-tui tasks generate --family all --instances 4 --split eval --seed 1 --elsewhere TASKS
 # HOME_DIR: a data directory with the demo preset's config.toml; checkpoints of the v6 runs
 # (docs/runs/v6-seeds012) under C0 and C. Writes OUT/KEY.json; episodes.csv holds their results.
