@@ -422,6 +422,8 @@ def _why(rel: str, upper: Path, lowers: list[Path], before: Manifest, root: str 
         return ""  # `update-alternatives --set editor /usr/bin/vim.basic`: a program the image has
     if rel.startswith(SYSTEM_DIRS) and _existed(rel, lowers, before):
         return "a system file changed, replaced or removed"
+    if rel in ("usr/bin/git", "bin/git") and st is not None:
+        return "a git of the agent's where the image has none: the verifier runs the system's git itself"
     if rel.startswith(PATH_DIRS) and st is not None:
         later = PATH_DIRS[PATH_DIRS.index(next(d for d in PATH_DIRS if rel.startswith(d))) + 1 :]
         if any(_existed(d + base, lowers, before) for d in later):

@@ -398,6 +398,20 @@ def test_history_rewritten_for_real_passes(tmp_path: Path, backend: str):
     assert r.success, (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
 
 
+def test_a_git_of_the_agents_where_the_image_has_none_is_refused(tmp_path: Path):
+    """The verifier runs the system's git itself before every test.sh (its copy of root's
+    configuration); on an image without git, one the agent put at /usr/bin/git would run there
+    as root. (An image's own git, changed, is a changed system file as before.)"""
+    upper, lower, bare = tmp_path / "upper", tmp_path / "lower", tmp_path / "bare"
+    for layer in (upper, lower, bare):
+        (layer / "usr" / "bin").mkdir(parents=True)
+    (upper / "usr" / "bin" / "git").write_text("#!/bin/sh\n")
+    (lower / "usr" / "bin" / "git").write_text("#!/bin/sh\n")
+    assert tamper.tampered(["usr/bin/git"], upper, [bare], {}, None)
+    assert tamper.tampered(["usr/bin/git"], upper, [lower], {}, None)  # the image's, changed
+    assert not tamper.tampered(["usr/bin/gitk"], upper, [bare], {}, None)
+
+
 # --- start-up files of the programs tests run ---
 
 SQLITE_SETUP = "mkdir -p /app\n"

@@ -210,20 +210,23 @@ HARDENED_ENV = {
 # that `test -z "$(git status --porcelain)"` passed.
 GIT_GLOBAL_KEYS = r"^(user\.(name|email)|alias\.[^.]+|init\.defaultbranch|safe\.directory)$"
 GIT_GLOBAL = f"{GUARD_DIR}/gitconfig"
-# Reads root's configuration with git itself (never an include: `--global` reads none), keeps
+# Reads root's configuration with the system's git itself (never an include: `--global` reads
+# none; never a git found on PATH, which on an image without git would be the agent's, run as
+# root before every test.sh: sandboxes/tamper.py refuses a new one at the system's), keeps
 # GIT_GLOBAL_KEYS, and points the verifier's git at the copy.
 GIT_GLOBAL_PRELUDE = (
     f": > {GIT_GLOBAL} || exit 1\n"
     f"keep='{GIT_GLOBAL_KEYS}'\n"
-    "if command -v git >/dev/null 2>&1; then\n"
+    "GIT=; for g in /usr/bin/git /bin/git; do [ -x $g ] && GIT=$g && break; done\n"
+    'if [ -n "$GIT" ]; then\n'
     "  while IFS= read -r -d '' rec; do\n"
     "    key=${rec%%$'\\n'*}; val=${rec#*$'\\n'}; [ \"$val\" = \"$rec\" ] && val=true\n"
     "    [[ $key =~ $keep ]] || continue\n"
     '    if [ "$key" = init.defaultbranch ]; then\n'
-    '      git check-ref-format --branch "$val" >/dev/null 2>&1 || continue\n'
+    '      "$GIT" check-ref-format --branch "$val" >/dev/null 2>&1 || continue\n'
     "    fi\n"
-    f'    git config --file {GIT_GLOBAL} --add "$key" "$val" || exit 1\n'
-    "  done < <(git config --global --no-includes --list -z 2>/dev/null)\n"
+    f'    "$GIT" config --file {GIT_GLOBAL} --add "$key" "$val" || exit 1\n'
+    '  done < <("$GIT" config --global --no-includes --list -z 2>/dev/null)\n'
     "fi\n"
     f"export GIT_CONFIG_GLOBAL={GIT_GLOBAL}\n"
 )
