@@ -30,6 +30,8 @@ class ImageProfile:
     # since `docker exec` would read it from the container's /etc/passwd, which the agent can edit
     # (and so move the verifier's HOME, and the ~/.local/bin/env it sources, to a folder of its own).
     root_home: str = "/root"
+    # The image's PATH (`ENV PATH=/opt/venv/bin:$PATH`): the verifier runs the programs there.
+    path: tuple[str, ...] = ()
 
     @property
     def as_root(self) -> bool:
@@ -71,7 +73,18 @@ def _probe_image(image: str) -> ImageProfile:
     root_home = next(
         (e[5] for e in (line.split(":") for line in passwd.splitlines()) if len(e) >= 7 and e[2] == "0"), ""
     )
-    return ImageProfile(workdir, env_keys, uid, gid, home, user if uid != 0 else "", bash, root_home or "/root")
+    path = next((e[5:] for e in config.get("Env") or [] if e.startswith("PATH=")), "")
+    return ImageProfile(
+        workdir,
+        env_keys,
+        uid,
+        gid,
+        home,
+        user if uid != 0 else "",
+        bash,
+        root_home or "/root",
+        tuple(d for d in path.split(":") if d.startswith("/")),
+    )
 
 
 def resolve_user(user: str, passwd: str, group: str) -> tuple[int, int, str, bool]:

@@ -362,7 +362,9 @@ class DockerSandbox(SessionSandbox):
             raise EnvironmentTampered(f"the agent left over {limit} files and links: too many to check")
         init = self._init_pid()
         root = f"/proc/{init}/root" if init is not None else None
-        found = tamper.tampered(tamper.changes(self._layer_before, after), upper, lowers, self._layer_before, root)
+        found = tamper.tampered(
+            tamper.changes(self._layer_before, after), upper, lowers, self._layer_before, root, self._profile.path
+        )
         if found:
             shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
             raise EnvironmentTampered(f"the agent changed what the verifier runs on: {shown}")

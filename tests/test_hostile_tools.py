@@ -412,6 +412,75 @@ def test_a_git_of_the_agents_where_the_image_has_none_is_refused(tmp_path: Path)
     assert not tamper.tampered(["usr/bin/gitk"], upper, [bare], {}, None)
 
 
+# An eighth pass (Docker, where /etc and the image's own folders are the agent's to write).
+OWNERSHIP_TEST = ctrf_test(
+    ("owner_is_nobody", 'test "$(stat -c %U /app/out.txt)" = nobody'),
+    ("group_is_nogroup", 'test "$(stat -c %G /app/out.txt)" = nogroup'),
+)
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "solve, passes",
+    [
+        (
+            "sed -i '1i nobody:x:0:0:nobody:/nonexistent:/usr/sbin/nologin' /etc/passwd\n"
+            "sed -i '1i nogroup:x:0:' /etc/group\necho hi > /app/out.txt",
+            False,
+        ),
+        ("useradd -u 4321 ada && echo hi > /app/out.txt && chown nobody:nogroup /app/out.txt", True),
+    ],
+    ids=["a-second-name-for-root", "honest-chown-and-a-new-user"],
+)
+def test_docker_an_ownership_check_reads_the_images_names(tmp_path: Path, solve: str, passes: bool):
+    """ "Hand /app/out.txt to nobody": a second uid-0 line named nobody ahead of root's made
+    `stat -c %U` print nobody for a file left root's. New users with new ids stay allowed."""
+    r = episode(tmp_path, "docker", "passwd-names", solve, test=OWNERSHIP_TEST)
+    assert r.success is passes, (r.status, r.failure_mode, r.error, r.checks)
+
+
+VENV_IMAGE = (
+    "FROM trsi-tui/base:bookworm\n"
+    "RUN python3 -m venv --without-pip --system-site-packages /opt/venv\n"
+    "ENV PATH=/opt/venv/bin:$PATH\n"
+)
+VENV_PLANTS = {
+    "python-replaced": (
+        "rm -f /opt/venv/bin/python3\n"
+        "printf '#!/bin/sh\\necho \"1 passed in 0.01s\"\\nexit 0\\n' > /opt/venv/bin/python3\n"
+        "chmod +x /opt/venv/bin/python3\n"
+    ),
+    # No program changed: the venv's home points at a copy of the standard library that exits 0.
+    "home-moved": (
+        "mkdir -p /var/tmp/py/bin /var/tmp/py/lib && cp -a /usr/lib/python3.11 /var/tmp/py/lib/\n"
+        "printf 'import os; os.write(1, b\"1 passed\\\\n\"); os._exit(0)\\n'"
+        " >> /var/tmp/py/lib/python3.11/encodings/__init__.py\n"
+        "sed -i 's|^home = .*|home = /var/tmp/py/bin|' /opt/venv/pyvenv.cfg\n"
+    ),
+    "honest": "",
+}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("plant", sorted(VENV_PLANTS))
+def test_docker_a_venv_on_the_images_path_is_what_the_verifier_runs(tmp_path: Path, plant: str):
+    """An image that puts a virtual environment on PATH gets the tests' python3 from it; its
+    interpreter and its pyvenv.cfg were checked nowhere."""
+    from engine.rollout.agents import OracleAgent
+    from engine.rollout.episode import run_episode
+    from engine.tasks import load_task
+    from tests.conftest import write_task
+    from tests.test_hardening import CONFIGS
+
+    answer = "s3cr3t-7f1c" if plant == "honest" else "wrong"
+    d = write_task(
+        tmp_path, f"venv-{plant}", solve=VENV_PLANTS[plant] + f"echo {answer} > /app/out.txt\n", test=HARBOR_PYTEST
+    )
+    (d / "environment" / "Dockerfile").write_text(VENV_IMAGE)
+    r = run_episode(load_task(d), OracleAgent(), config=CONFIGS["docker"], backend="docker")
+    assert r.scored and r.success is (plant == "honest"), (r.status, r.failure_mode, r.error, r.verifier_output[-500:])
+
+
 # --- start-up files of the programs tests run ---
 
 SQLITE_SETUP = "mkdir -p /app\n"
